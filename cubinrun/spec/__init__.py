@@ -1,0 +1,13 @@
+"""The kernel spec (SPEC.md section 1): typed, validated objects.
+
+`load_spec` reads a YAML file into a `Spec`; everything downstream (the
+launcher, the buffers, the launch, the check, the report) reads only these
+objects, never the YAML.
+"""
+from .loader import check_scalar_value, load_spec, parse_overrides
+from .model import (Arg, Bench, BufferArg, BufferRef, Check, ConstArg, DescArg, Init,
+                    KernelRef, Launch, ScalarArg, Scratch, Spec, TupleArg)
+
+__all__ = ["Arg", "Bench", "BufferArg", "BufferRef", "Check", "ConstArg", "DescArg", "Init",
+           "KernelRef", "Launch", "ScalarArg", "Scratch", "Spec", "TupleArg",
+           "check_scalar_value", "load_spec", "parse_overrides"]

@@ -1,0 +1,211 @@
+"""The `args:` section: one entry per signature parameter, turned into typed
+arguments and the device buffers they need.
+
+Pointers become buffers (or null), scalars are range-checked values,
+constexprs are recorded but not passed, tuples recurse, and descriptors point
+at a buffer (another pointer argument's, or one of their own given inline).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .. import signature as sig
+from ..dtypes import ELEMENT_TYPES
+from ..errors import SpecError
+from ..yamlload import LocatedDict
+from .model import (INIT_KINDS, Arg, BufferArg, BufferRef, ConstArg, DescArg, Init,
+                    ScalarArg, TupleArg)
+from .scalars import check_scalar_value
+
+if TYPE_CHECKING:
+    from .loader import _SpecBuilder
+
+SWIZZLE_BYTES = (0, 32, 64, 128)
+
+
+class ArgsBuilder:
+    def __init__(self, builder: "_SpecBuilder", signature: sig.Signature):
+        self.b = builder
+        self.signature = signature
+        self.buffers: dict[str, BufferArg] = {}
+        self.descs: list[tuple[DescArg, str, Any, Any]] = []   # to resolve once all buffers exist
+
+    def build(self) -> tuple[list[Arg], dict[str, BufferArg]]:
+        b, t = self.b, self.b.tree
+        node = b.mapping(t.get("args", LocatedDict()), "args", t, "args",
+                         allowed=self.signature.names())
+        args = []
+        for name, ty in self.signature.params:
+            if isinstance(ty, sig.ScalarType):
+                if name not in node:
+                    raise b.error(f"missing value for scalar parameter {name!r} ({ty})",
+                                  f"args.{name}", t, "args")
+                args.append(ScalarArg(name, ty.dtype, b.names.get(name)))
+                continue
+            if name not in node and not isinstance(ty, sig.ConstexprType):
+                raise b.error(f"missing entry for parameter {name!r} ({ty})", f"args.{name}",
+                              t, "args")
+            args.append(self.arg(name, ty, node.get(name), f"args.{name}", node, name))
+        self.resolve_descs()
+        return args, self.buffers
+
+    def arg(self, name: str, ty: sig.ParamType, value: Any, field: str, parent: Any, key: Any) -> Arg:
+        b = self.b
+        if isinstance(ty, sig.ConstexprType):
+            constants = b.tree.get("constants", {})
+            return ConstArg(name, value if value is not None else constants.get(name))
+        if isinstance(ty, sig.ScalarType):
+            if isinstance(value, bool) and ty.dtype.kind == "bool":
+                return ScalarArg(name, ty.dtype, int(value))
+            number = value if isinstance(value, float) else b.evaluate(value, field, parent, key)
+            try:
+                return ScalarArg(name, ty.dtype, check_scalar_value(ty.dtype, number))
+            except SpecError as exc:
+                raise b.error(exc.message, field, parent, key) from None
+        if isinstance(ty, sig.PointerType):
+            if value is None:
+                return BufferRef(name, None)
+            self.buffers[name] = self.buffer(name, value, ty.pointee, field, parent, key)
+            return BufferRef(name, name)
+        if isinstance(ty, sig.TupleType):
+            if not isinstance(value, list) or len(value) != len(ty.items):
+                raise b.error(f"a tuple of {len(ty.items)} needs a list of {len(ty.items)} "
+                              f"entries, got {_count(value)}", field, parent, key)
+            return TupleArg(name, tuple(
+                self.arg(f"{name}[{i}]", item, value[i], f"{field}[{i}]", value, i)
+                for i, item in enumerate(ty.items)))
+        if isinstance(ty, (sig.TmaDescType, sig.TensorDescType)):
+            return self.desc(name, ty, value, field, parent, key)
+        raise AssertionError(f"unhandled type {ty}")
+
+    def buffer(self, name: str, value: Any, pointee, field: str, parent: Any, key: Any) -> BufferArg:
+        b = self.b
+        node = b.mapping(value, field, parent, key, ("shape", "dtype", "init", "save"),
+                         required=("shape",))
+        dtype = pointee
+        if "dtype" in node:
+            dtype = ELEMENT_TYPES.get(node["dtype"]) if isinstance(node["dtype"], str) else None
+            if dtype is None:
+                raise b.error(f"unknown dtype {node['dtype']!r}; known: {', '.join(ELEMENT_TYPES)}",
+                              f"{field}.dtype", node, "dtype")
+        if dtype is None:
+            raise b.error("needs a dtype", f"{field}.dtype", parent, key)
+        shape_node = node["shape"]
+        items = shape_node if isinstance(shape_node, list) else [shape_node]
+        holder = shape_node if isinstance(shape_node, list) else node
+        shape = tuple(b.integer(v, f"{field}.shape[{i}]", holder,
+                                i if holder is shape_node else "shape", minimum=0)
+                      for i, v in enumerate(items))
+        if not shape:
+            raise b.error("needs at least one dimension", f"{field}.shape", node, "shape")
+        init = self.init(node.get("init", "zeros"), f"{field}.init", node, "init")
+        save = None
+        if "save" in node:
+            save = b.resolve_path(node["save"], f"{field}.save", node, "save", must_exist=False)
+        return BufferArg(name, dtype, shape, init, save)
+
+    def init(self, value: Any, field: str, parent: Any, key: Any) -> Init:
+        b = self.b
+        if isinstance(value, str):
+            if value not in ("zeros", "ones", "arange", "random"):
+                raise b.error(f"unknown init {value!r} (expected zeros, ones, arange, random, "
+                              "{random: ...}, {fill: V} or {file: PATH.npy})", field, parent, key)
+            return Init(value)
+        keys = ("random", "low", "high", "mean", "std", "seed", "fill", "file")
+        node = b.mapping(value, field, parent, key, keys)
+        kinds = [k for k in ("random", "fill", "file") if k in node]
+        if len(kinds) != 1:
+            raise b.error(f"needs exactly one of random, fill or file (found: "
+                          f"{', '.join(kinds) or 'none'})", field, parent, key)
+        kind = kinds[0]
+        extra = [k for k in node if k != kind and (kind != "random" or k not in keys[:6])]
+        if extra:
+            raise b.error(f"{extra[0]!r} does not go with {kind}", f"{field}.{extra[0]}", node, extra[0])
+        if kind == "fill":
+            fill = node["fill"]
+            if isinstance(fill, (bool, int, float)):
+                return Init("fill", value=fill)
+            return Init("fill", value=b.evaluate(fill, f"{field}.fill", node, "fill"))
+        if kind == "file":
+            path = b.resolve_path(node["file"], f"{field}.file", node, "file")
+            if path.suffix != ".npy":
+                raise b.error(f"must be a .npy file, got {path.name}", f"{field}.file", node, "file")
+            return Init("file", path=path)
+        distribution = node["random"]
+        if distribution not in ("uniform", "normal"):
+            raise b.error(f"must be uniform or normal, got {distribution!r}", f"{field}.random",
+                          node, "random")
+        wrong = ("mean", "std") if distribution == "uniform" else ("low", "high")
+        for k in wrong:
+            if k in node:
+                raise b.error(f"{k!r} does not go with random: {distribution}", f"{field}.{k}", node, k)
+        got: dict[str, Any] = {}
+        for k in ("low", "high", "mean", "std"):
+            if k in node:
+                got[k] = float(b.evaluate(node[k], f"{field}.{k}", node, k))
+        if "low" in got and "high" in got and not got["low"] < got["high"]:
+            raise b.error(f"low ({got['low']}) must be below high ({got['high']})",
+                          f"{field}.high", node, "high")
+        if got.get("std", 1.0) < 0:
+            raise b.error("must be >= 0", f"{field}.std", node, "std")
+        if "seed" in node:
+            got["seed"] = b.integer(node["seed"], f"{field}.seed", node, "seed", minimum=0)
+        return Init("random", distribution=distribution, **got)
+
+    def desc(self, name: str, ty, value: Any, field: str, parent: Any, key: Any) -> DescArg:
+        b = self.b
+        node = b.mapping(value, field, parent, key, ("buffer", "block", "swizzle", "padding"),
+                         required=("buffer",))
+        kind = "tensordesc" if isinstance(ty, sig.TensorDescType) else "nvTmaDesc"
+        source = node["buffer"]
+        if isinstance(source, dict):
+            pointee = ty.dtype if kind == "tensordesc" else None
+            self.buffers[name] = self.buffer(name, source, pointee, f"{field}.buffer", node, "buffer")
+            buffer_name = name
+        elif isinstance(source, str):
+            buffer_name = source
+        else:
+            raise b.error("must name a pointer argument or give a buffer mapping",
+                          f"{field}.buffer", node, "buffer")
+        if "block" in node:
+            block_node = node["block"]
+            if not isinstance(block_node, list) or not block_node:
+                raise b.error("must be a list of block dims", f"{field}.block", node, "block")
+            block = tuple(b.integer(v, f"{field}.block[{i}]", block_node, i, minimum=1)
+                          for i, v in enumerate(block_node))
+        elif kind == "tensordesc":
+            block = ty.block
+        else:
+            raise b.error("an nvTmaDesc needs block: [..]", f"{field}.block", parent, key)
+        if kind == "tensordesc" and len(block) != ty.ndim:
+            raise b.error(f"{len(block)} block dims for a {ty.ndim}-D {ty}", f"{field}.block",
+                          node, "block")
+        swizzle = None
+        if "swizzle" in node:
+            swizzle = node["swizzle"]
+            if swizzle == "none":
+                swizzle = 0
+            if swizzle not in SWIZZLE_BYTES or isinstance(swizzle, bool):
+                raise b.error(f"must be one of none, 32, 64, 128 (bytes), got {node['swizzle']!r}",
+                              f"{field}.swizzle", node, "swizzle")
+        padding = node.get("padding", "zero")
+        if padding not in ("zero", "nan"):
+            raise b.error(f"must be zero or nan, got {padding!r}", f"{field}.padding", node, "padding")
+        desc = DescArg(name, kind, buffer_name, block, swizzle, padding)
+        self.descs.append((desc, f"{field}.buffer", node, "buffer"))
+        return desc
+
+    def resolve_descs(self) -> None:
+        """A descriptor's buffer must exist and have as many dims as its block."""
+        for desc, field, node, key in self.descs:
+            buffer = self.buffers.get(desc.buffer)
+            if buffer is None:
+                raise self.b.error(f"{desc.buffer!r} is not a buffer argument (buffers: "
+                                   f"{', '.join(self.buffers) or 'none'})", field, node, key)
+            if len(buffer.shape) != len(desc.block):
+                raise self.b.error(f"buffer {desc.buffer!r} has {len(buffer.shape)} dims but the "
+                                   f"block has {len(desc.block)}", field, node, key)
+
+
+def _count(value: Any) -> str:
+    return f"{len(value)}" if isinstance(value, list) else "no list"

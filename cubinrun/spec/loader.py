@@ -1,0 +1,499 @@
+"""Loading a spec: YAML in, a validated `Spec` out.
+
+Sections are read in the order they depend on each other: kernel (which may
+bring Triton's metadata and signature), signature, vars and scalar args
+(resolved together and lazily, since each may name the other), args, launch,
+grid, block, check and bench. Every error names the file, the field path and,
+where YAML gives it, the line.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .. import signature as sig
+from ..dtypes import ElementType
+from ..errors import SpecError
+from ..expr import Expr, parse_expr
+from ..yamlload import LocatedDict, LocatedList, load_yaml_file
+from .scalars import as_int, check_scalar_value
+from .args import ArgsBuilder
+from .model import KERNEL_KINDS, Bench, BufferArg, Check, KernelRef, Launch, Scratch, Spec
+
+TOP_LEVEL_KEYS = ("kernel", "signature", "constants", "vars", "args", "grid", "block",
+                  "launch", "check", "bench")
+
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+BLOCK_LIMITS = (1024, 1024, 64)
+MAX_THREADS_PER_BLOCK = 1024
+MAX_CLUSTER_SIZE = 16
+
+
+def load_spec(path: str | Path, overrides: Mapping[str, str] | None = None) -> Spec:
+    """Read and validate a spec file; `overrides` are `--set NAME=VALUE` pairs."""
+    path = Path(path)
+    tree = load_yaml_file(path)
+    try:
+        return _SpecBuilder(path, tree, overrides or {}).build()
+    except SpecError as exc:
+        raise exc.located(file=str(path)) from None
+
+
+def parse_overrides(pairs: Sequence[str]) -> dict[str, str]:
+    """`--set NAME=VALUE` strings into a mapping (a usage error when malformed)."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        name, eq, value = pair.partition("=")
+        name = name.strip()
+        if not eq or not name.isidentifier() or not value.strip():
+            raise SpecError(f"--set expects NAME=VALUE, got {pair!r}")
+        out[name] = value.strip()
+    return out
+
+
+class _SpecBuilder:
+    def __init__(self, path: Path, tree: Any, overrides: Mapping[str, str]):
+        self.path = path
+        self.base = path.parent
+        self.overrides = overrides
+        if not isinstance(tree, dict):
+            raise SpecError("the spec must be a YAML mapping", line=getattr(tree, "line", None))
+        self.tree: LocatedDict = tree
+        self.triton = None                      # TritonEntry when kernel is `triton:`
+
+    # -- helpers --
+
+    def error(self, message: str, field: str, node: Any = None, key: Any = None) -> SpecError:
+        line = None
+        if isinstance(node, LocatedDict):
+            line = node.line_of(key) if key is not None else node.line
+        elif isinstance(node, LocatedList):
+            line = node.line_of(key) if isinstance(key, int) else node.line
+        return SpecError(message, field=field, line=line)
+
+    def mapping(self, value: Any, field: str, parent: Any, key: Any,
+                allowed: Sequence[str], required: Sequence[str] = ()) -> LocatedDict:
+        if not isinstance(value, dict):
+            raise self.error(f"must be a mapping, got {_kind(value)}", field, parent, key)
+        for k in value:
+            if k not in allowed:
+                raise self.error(f"unknown key {k!r} (expected one of: {', '.join(allowed)})",
+                                 f"{field}.{k}", value, k)
+        for k in required:
+            if k not in value:
+                raise self.error(f"missing required key {k!r}", field, parent, key)
+        return value
+
+    def resolve_path(self, value: Any, field: str, parent: Any, key: Any,
+                     must_exist: bool = True) -> Path:
+        if not isinstance(value, str) or not value:
+            raise self.error(f"must be a path, got {_kind(value)}", field, parent, key)
+        p = Path(value).expanduser()
+        p = p if p.is_absolute() else self.base / p
+        if must_exist and not p.exists():
+            raise self.error(f"no such file: {p}", field, parent, key)
+        return p
+
+    def expr(self, value: Any, field: str, parent: Any, key: Any, arrays: bool = False) -> Expr:
+        try:
+            return parse_expr(value, arrays=arrays)
+        except SpecError as exc:
+            raise self.error(exc.message, field, parent, key) from None
+
+    def evaluate(self, value: Any, field: str, parent: Any, key: Any) -> int | float:
+        expr = self.expr(value, field, parent, key)
+        try:
+            return self.names.value_of(expr)
+        except SpecError as exc:
+            if exc.field:                  # raised while resolving a var: it names that var
+                raise
+            raise self.error(exc.message, field, parent, key) from None
+
+    def integer(self, value: Any, field: str, parent: Any, key: Any,
+                minimum: int | None = None) -> int:
+        result = self.evaluate(value, field, parent, key)
+        result = as_int(result)
+        if result is None:
+            raise self.error(f"must be an integer, got {self.evaluate(value, field, parent, key)!r}",
+                             field, parent, key)
+        if minimum is not None and result < minimum:
+            raise self.error(f"must be >= {minimum}, got {result}", field, parent, key)
+        return result
+
+    def boolean(self, value: Any, field: str, parent: Any, key: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.error(f"must be true or false, got {value!r}", field, parent, key)
+        return value
+
+    # -- sections --
+
+    def build(self) -> Spec:
+        t = self.tree
+        for k in t:
+            if k not in TOP_LEVEL_KEYS:
+                raise self.error(f"unknown top-level key {k!r} (expected one of: "
+                                 f"{', '.join(TOP_LEVEL_KEYS)})", str(k), t, k)
+        if "kernel" not in t:
+            raise self.error("missing required section 'kernel'", "kernel", t)
+        kernel = self.kernel(t["kernel"])
+        signature = self.signature()
+        constants = self.constants(signature)
+        self.names = _Names(self, signature)
+        args, buffers = ArgsBuilder(self, signature).build()
+        launch = self.launch()
+        grid = self.dims(t.get("grid"), "grid", required=True, minimum=0)
+        block = self.block(launch)
+        self.check_grid(grid, launch)
+        checks = self.checks(buffers)
+        bench = self.bench()
+        return Spec(path=self.path, kernel=kernel, signature=signature, args=tuple(args),
+                    buffers=buffers, vars=self.names.vars(), scalars=self.names.scalars(),
+                    grid=grid, block=block, launch=launch, checks=checks, bench=bench,
+                    constants=constants,
+                    tensordesc_meta=_tuple_or_none(self.triton and self.triton.tensordesc_meta))
+
+    def kernel(self, node: Any) -> KernelRef:
+        t = self.tree
+        node = self.mapping(node, "kernel", t, "kernel", KERNEL_KINDS + ("name", "options"))
+        kinds = [k for k in KERNEL_KINDS if k in node]
+        if len(kinds) != 1:
+            found = ", ".join(kinds) or "none"
+            raise self.error(f"needs exactly one of {', '.join(KERNEL_KINDS)} (found: {found})",
+                             "kernel", t, "kernel")
+        kind = kinds[0]
+        path = self.resolve_path(node[kind], f"kernel.{kind}", node, kind)
+        name = node.get("name")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise self.error(f"must be a symbol name, got {name!r}", "kernel.name", node, "name")
+        options = node.get("options", [])
+        if "options" in node and kind not in ("source", "ptx"):
+            raise self.error("only `source:` and `ptx:` kernels take options",
+                             "kernel.options", node, "options")
+        if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+            raise self.error("must be a list of strings", "kernel.options", node, "options")
+        if kind == "triton":
+            from .triton_cache import read_triton_entry
+            self.triton = read_triton_entry(path)
+            name = name or self.triton.name
+        return KernelRef(kind, path, name, tuple(options))
+
+    def signature(self) -> sig.Signature:
+        t = self.tree
+        if "signature" in t:
+            try:
+                return sig.parse_signature(t["signature"])
+            except SpecError as exc:
+                node = t["signature"]
+                key = exc.field.split(".")[1].split("[")[0] if exc.field and "." in exc.field else None
+                line = node.line_of(key) if isinstance(node, LocatedDict) and key else t.line_of("signature")
+                raise exc.located(line=line) from None
+        if self.triton is not None:
+            return self.triton.signature
+        raise self.error("missing required section 'signature'", "signature", t)
+
+    def constants(self, signature: sig.Signature) -> dict[str, Any]:
+        node = self.tree.get("constants", {})
+        if not isinstance(node, dict):
+            raise self.error("must be a mapping", "constants", self.tree, "constants")
+        return dict(node)
+
+    def dims(self, node: Any, field: str, required: bool, minimum: int) -> tuple[int, int, int]:
+        t = self.tree
+        if node is None:
+            if required:
+                raise self.error(f"missing required section {field!r}", field, t)
+            return None
+        items = node if isinstance(node, list) else [node]
+        if not 1 <= len(items) <= 3:
+            raise self.error(f"needs 1 to 3 dimensions, got {len(items)}", field, t, field)
+        holder = node if isinstance(node, list) else t
+        values = [self.integer(v, f"{field}[{i}]", holder, i if holder is node else field)
+                  for i, v in enumerate(items)]
+        for i, v in enumerate(values):
+            if v < minimum:
+                raise self.error(f"must be >= {minimum}, got {v}", f"{field}[{i}]", holder,
+                                 i if holder is node else field)
+        return tuple(values + [1] * (3 - len(values)))
+
+    def launch(self) -> Launch:
+        t = self.tree
+        node = t.get("launch", LocatedDict())
+        keys = ("num_warps", "num_ctas", "cluster", "shared", "cooperative", "pdl",
+                "global_scratch", "profile_scratch", "scratch_params")
+        node = self.mapping(node, "launch", t, "launch", keys)
+        got: dict[str, Any] = {}
+        for key in ("num_warps", "num_ctas", "shared", "scratch_params"):
+            if key in node:
+                got[key] = self.integer(node[key], f"launch.{key}", node, key,
+                                        minimum=0 if key in ("shared", "scratch_params") else 1)
+        for key in ("cooperative", "pdl"):
+            if key in node:
+                got[key] = self.boolean(node[key], f"launch.{key}", node, key)
+        for key in ("global_scratch", "profile_scratch"):
+            if key in node:
+                got[key] = self.scratch(node[key], f"launch.{key}", node, key)
+        if "cluster" in node:
+            cluster = self.dims(node["cluster"], "launch.cluster", required=True, minimum=1)
+            if "num_ctas" in node and got["num_ctas"] != 1:
+                raise self.error("give either num_ctas or cluster, not both", "launch.cluster",
+                                 node, "cluster")
+            got["cluster"] = cluster
+        if self.triton is not None:
+            got = self.merge_triton_launch(got, node)
+        if "scratch_params" not in got:
+            got["scratch_params"] = 2 if ("global_scratch" in got or "profile_scratch" in got) else 0
+        if got["scratch_params"] > 2:
+            raise self.error("must be 0, 1 or 2", "launch.scratch_params", node, "scratch_params")
+        launch = Launch(**got)
+        cluster_size = launch.num_ctas if launch.cluster is None else _prod(launch.cluster)
+        if cluster_size > MAX_CLUSTER_SIZE:
+            field = "launch.cluster" if launch.cluster else "launch.num_ctas"
+            raise self.error(f"a cluster of {cluster_size} CTAs exceeds the hardware maximum "
+                             f"of {MAX_CLUSTER_SIZE}", field, node, field.split(".")[1])
+        return launch
+
+    def merge_triton_launch(self, got: dict, node: LocatedDict) -> dict:
+        """Triton's JSON is the truth about the compiled kernel: the spec may repeat
+        a value but not contradict it."""
+        e = self.triton
+        from_entry = {
+            "num_warps": e.num_warps, "num_ctas": e.num_ctas, "shared": e.shared,
+            "cooperative": e.cooperative, "pdl": e.pdl,
+            "global_scratch": Scratch(e.global_scratch_size, e.global_scratch_align),
+            "profile_scratch": Scratch(e.profile_scratch_size, e.profile_scratch_align),
+            "scratch_params": e.num_scratch_params,
+        }
+        for key, value in from_entry.items():
+            if key in got and got[key] != value:
+                raise self.error(f"{got[key]!r} contradicts the Triton entry ({value!r})",
+                                 f"launch.{key}", node, key)
+        return {**got, **from_entry}
+
+    def scratch(self, node: Any, field: str, parent: Any, key: str) -> Scratch:
+        node = self.mapping(node, field, parent, key, ("size", "align"), required=("size",))
+        size = self.integer(node["size"], f"{field}.size", node, "size", minimum=0)
+        align = self.integer(node.get("align", 1), f"{field}.align", node, "align", minimum=1)
+        if align & (align - 1):
+            raise self.error(f"must be a power of two, got {align}", f"{field}.align", node, "align")
+        return Scratch(size, align)
+
+    def block(self, launch: Launch) -> tuple[int, int, int]:
+        t = self.tree
+        block = self.dims(t.get("block"), "block", required=False, minimum=1)
+        if block is None:
+            block = (32 * launch.num_warps, 1, 1)
+        elif "num_warps" in t.get("launch", {}) and _prod(block) != 32 * launch.num_warps:
+            raise self.error(f"block {list(block)} has {_prod(block)} threads but launch.num_warps "
+                             f"= {launch.num_warps} means {32 * launch.num_warps}", "block", t, "block")
+        for i, (b, limit) in enumerate(zip(block, BLOCK_LIMITS)):
+            if b > limit:
+                raise self.error(f"{b} exceeds the block limit {limit} in {'xyz'[i]}",
+                                 f"block[{i}]", t, "block")
+        if _prod(block) > MAX_THREADS_PER_BLOCK:
+            raise self.error(f"{_prod(block)} threads per block exceed {MAX_THREADS_PER_BLOCK}",
+                             "block", t, "block")
+        return block
+
+    def check_grid(self, grid: tuple[int, int, int], launch: Launch) -> None:
+        t = self.tree
+        launched = (grid[0] * launch.num_ctas, grid[1], grid[2])
+        for i, (g, limit) in enumerate(zip(launched, GRID_LIMITS)):
+            if g > limit:
+                note = f" ({grid[0]} programs x num_ctas {launch.num_ctas})" if i == 0 and launch.num_ctas > 1 else ""
+                raise self.error(f"{g} CTAs{note} exceed the grid limit {limit} in {'xyz'[i]}",
+                                 f"grid[{i}]", t, "grid")
+        if launch.cluster is not None:
+            for i, (g, c) in enumerate(zip(grid, launch.cluster)):
+                if g % c:
+                    raise self.error(f"{g} is not a multiple of the cluster size {c} in "
+                                     f"{'xyz'[i]}", f"grid[{i}]", t, "grid")
+
+    def checks(self, buffers: dict[str, BufferArg]) -> tuple[Check, ...]:
+        t = self.tree
+        node = t.get("check")
+        if node is None:
+            return ()
+        node = self.mapping(node, "check", t, "check", list(node) if isinstance(node, dict) else ())
+        out = []
+        for name, entry in node.items():
+            field = f"check.{name}"
+            if name not in buffers:
+                raise self.error(f"not a buffer argument (buffers: {', '.join(buffers) or 'none'})",
+                                 field, node, name)
+            entry = self.mapping(entry, field, node, name,
+                                 ("expect", "file", "rtol", "atol", "exact", "nan_ok"))
+            if ("expect" in entry) == ("file" in entry):
+                raise self.error("needs exactly one of expect or file", field, node, name)
+            expect = file = None
+            if "expect" in entry:
+                expect = self.expr(entry["expect"], f"{field}.expect", entry, "expect", arrays=True)
+                known = set(buffers) | set(self.names.known())
+                unknown = sorted(expect.names - known)
+                if unknown:
+                    raise self.error(f"unknown name {unknown[0]!r} in {expect.source!r} "
+                                     f"(buffers, vars and scalar args may be used)",
+                                     f"{field}.expect", entry, "expect")
+            else:
+                file = self.resolve_path(entry["file"], f"{field}.file", entry, "file")
+            tol = {}
+            for key in ("rtol", "atol"):
+                if key in entry:        # YAML 1.1 reads `1e-6` as a string: evaluate it
+                    value = self.evaluate(entry[key], f"{field}.{key}", entry, key)
+                    if value < 0:
+                        raise self.error(f"must be a non-negative number, got {value!r}",
+                                         f"{field}.{key}", entry, key)
+                    tol[key] = float(value)
+            exact = self.boolean(entry.get("exact", False), f"{field}.exact", entry, "exact")
+            if exact and tol:
+                raise self.error("exact: true takes no rtol/atol", f"{field}.exact", entry, "exact")
+            nan_ok = self.boolean(entry.get("nan_ok", False), f"{field}.nan_ok", entry, "nan_ok")
+            out.append(Check(name, expect, file, tol.get("rtol"), tol.get("atol"), exact, nan_ok))
+        return tuple(out)
+
+    def bench(self) -> Bench:
+        t = self.tree
+        node = self.mapping(t.get("bench", LocatedDict()), "bench", t, "bench",
+                            ("warmup", "rep", "l2", "bytes", "flops"))
+        got: dict[str, Any] = {}
+        for key, attr in (("warmup", "warmup_ms"), ("rep", "rep_ms")):
+            if key in node:
+                value = self.evaluate(node[key], f"bench.{key}", node, key)
+                if value <= 0:
+                    raise self.error(f"must be a positive number of ms, got {value}",
+                                     f"bench.{key}", node, key)
+                got[attr] = float(value)
+        if "l2" in node:
+            if node["l2"] not in ("cold", "hot"):
+                raise self.error(f"must be cold or hot, got {node['l2']!r}", "bench.l2", node, "l2")
+            got["l2"] = node["l2"]
+        for key in ("bytes", "flops"):
+            if key in node:
+                value = self.evaluate(node[key], f"bench.{key}", node, key)
+                if value < 0:
+                    raise self.error(f"must be >= 0, got {value}", f"bench.{key}", node, key)
+                got[key] = value
+        return Bench(**got)
+
+
+class _Names:
+    """vars and top-level scalar args, resolved lazily: each may name the other."""
+
+    def __init__(self, builder: _SpecBuilder, signature: sig.Signature):
+        self.b = builder
+        t = builder.tree
+        node = t.get("vars", LocatedDict())
+        if not isinstance(node, dict):
+            raise builder.error("must be a mapping of name to number or expression", "vars", t, "vars")
+        self.var_node = node
+        self.raw: dict[str, tuple[Any, str, Any, Any]] = {}   # name -> (value, field, parent, key)
+        for name, value in node.items():
+            if not isinstance(name, str) or not name.isidentifier():
+                raise builder.error(f"var name {name!r} is not an identifier", "vars", node, name)
+            self.raw[name] = (value, f"vars.{name}", node, name)
+        for name, value in builder.overrides.items():
+            if name not in self.raw:
+                raise SpecError(f"--set {name}: no such var (vars: {', '.join(self.raw) or 'none'})")
+            self.raw[name] = (value, f"--set {name}", None, None)
+        self.var_names = list(self.raw)
+        self.scalar_types: dict[str, ElementType] = {}
+        args = t.get("args", LocatedDict())
+        for name, ty in signature.params:
+            if isinstance(ty, sig.ScalarType):
+                if name in self.raw:
+                    raise builder.error(f"{name!r} is both a var and a scalar argument",
+                                        f"vars.{name}", node, name)
+                self.scalar_types[name] = ty.dtype
+                if isinstance(args, dict) and name in args:
+                    self.raw[name] = (args[name], f"args.{name}", args, name)
+        self.values: dict[str, int | float] = {}
+        self.resolving: list[str] = []
+
+    def known(self) -> list[str]:
+        return list(self.raw)
+
+    def get(self, name: str) -> int | float:
+        if name in self.values:
+            return self.values[name]
+        if name not in self.raw:
+            raise KeyError(name)
+        value, field, parent, key = self.raw[name]
+        if name in self.resolving:
+            cycle = " -> ".join(self.resolving[self.resolving.index(name):] + [name])
+            raise self.b.error(f"circular definition: {cycle}", field, parent, key)
+        self.resolving.append(name)
+        try:
+            if name in self.scalar_types:
+                result = self._scalar(name, value, field, parent, key)
+            else:
+                if isinstance(value, bool) and field.startswith("vars."):
+                    raise self.b.error("must be a number or an expression, got a boolean",
+                                       field, parent, key)
+                result = self.b.evaluate(value, field, parent, key)
+        finally:
+            self.resolving.pop()
+        self.values[name] = result
+        return result
+
+    def _scalar(self, name, value, field, parent, key):
+        dtype = self.scalar_types[name]
+        if isinstance(value, bool) and dtype.kind == "bool":
+            return int(value)
+        if isinstance(value, float):                # YAML's .inf / .nan / -0.0 stay exact
+            result = value
+        else:
+            result = self.b.evaluate(value, field, parent, key)
+        try:
+            return check_scalar_value(dtype, result)
+        except SpecError as exc:
+            raise self.b.error(exc.message, field, parent, key) from None
+
+    def value_of(self, expr: Expr) -> int | float:
+        env = _LazyEnv(self)
+        return expr.evaluate(env)
+
+    def vars(self) -> dict[str, int | float]:
+        return {name: self.get(name) for name in self.var_names}
+
+    def scalars(self) -> dict[str, int | float]:
+        return {name: self.get(name) for name in self.scalar_types if name in self.raw}
+
+
+class _LazyEnv(Mapping):
+    """The expression environment: names resolve on first use."""
+
+    def __init__(self, names: _Names):
+        self.names = names
+
+    def __getitem__(self, key):
+        return self.names.get(key)
+
+    def __iter__(self):
+        return iter(self.names.raw)
+
+    def __len__(self):
+        return len(self.names.raw)
+
+    def __contains__(self, key):
+        return key in self.names.raw
+
+
+def _prod(values) -> int:
+    n = 1
+    for v in values:
+        n *= v
+    return n
+
+
+def _kind(value: Any) -> str:
+    """How an error names what it found instead."""
+    for kind, word in ((type(None), "nothing"), (bool, "a boolean"), (dict, "a mapping"),
+                       (list, "a list"), (str, "a string"), (int, "an integer"),
+                       (float, "a number")):
+        if isinstance(value, kind):
+            return word
+    return type(value).__name__
+
+
+def _tuple_or_none(meta):
+    return None if meta is None else tuple(meta)
+

@@ -1,0 +1,63 @@
+"""Shared fixtures. GPU tests carry the `gpu` marker and are skipped here
+unless a driver and a device answer."""
+from __future__ import annotations
+
+import functools
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_available() -> bool:
+    try:
+        from cuda.bindings import driver
+        err, = driver.cuInit(0)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            return False
+        err, count = driver.cuDeviceGetCount()
+        return err == driver.CUresult.CUDA_SUCCESS and count > 0
+    except Exception:                       # no driver library at all
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    if gpu_available():
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU and driver")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    """Tests never read or write the user's launcher cache."""
+    cache = tmp_path_factory.getbasetemp() / "cubinrun-cache"
+    monkeypatch.setenv("CUBINRUN_CACHE_DIR", str(cache))
+
+
+@pytest.fixture
+def write_spec(tmp_path):
+    """Write a spec (dedented) beside a dummy cubin and return its path."""
+    (tmp_path / "k.cubin").write_bytes(fake_cubin_bytes())
+
+    def write(text: str, name: str = "spec.yaml") -> Path:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text))
+        return path
+
+    return write
+
+
+def fake_cubin_bytes() -> bytes:
+    """The first bytes of a CUDA ELF: enough for the file-type check."""
+    header = bytearray(64)
+    header[:4] = b"\x7fELF"
+    header[4] = 2                      # 64-bit
+    header[5] = 1                      # little endian
+    header[18:20] = (190).to_bytes(2, "little")
+    return bytes(header)
