@@ -1,0 +1,325 @@
+"""Read a Triton cache entry: launch metadata from `<name>.json`, the cubin
+beside it, and the signature recovered from the TTIR in `<name>.source`.
+
+What differs between the Triton versions this reads (3.4, 3.5, 3.6, all
+checked against cubins they compiled):
+
+- Trailing scratch parameters. 3.4 kernels declare one pointer after the
+  user's parameters (global scratch) and 3.4 JSON has no `profile_scratch_*`
+  keys; 3.5 and 3.6 kernels declare two (global, then profile scratch), even
+  when both sizes are 0. The count is taken from which keys the JSON has.
+- Clusters. 3.4 and 3.5 store `cluster_dims` ([num_ctas, 1, 1]) and their
+  launchers use it; 3.6 dropped the key and uses `num_ctas`.
+- Arch. The JSON stores `target.arch` as an integer (90) and a top-level
+  `"arch": "sm90"`; Triton compiles capability 90 and up for the "a"
+  variant (`sm_arch_from_capability`), so the cubin is sm_90a.
+- TTIR parameter names. 3.5+ names arguments after the Python parameters
+  (`%x_ptr`) and tags each with `loc("x_ptr"(...))`; 3.4 writes `%arg0`,
+  `%arg1` with file locations, so names and tuple grouping are lost.
+
+In every version the TTIR is signless (u32 reads back as i32), fp8e4b15 is
+stored as i8, constexprs are folded away and tuples are flattened. A host
+tensor descriptor is already followed by its shape (i32) and strides (i64)
+in the TTIR; those are folded back into one `tensordesc<T[..]>` so that
+`signature.expand` adds them again, as Triton's driver does.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .dtypes import ELEMENT_TYPES
+from .errors import SpecError
+from .signature import (ParamType, PointerType, ScalarType, Signature, TensorDescType,
+                        TupleType)
+
+
+@dataclass(frozen=True)
+class TritonEntry:
+    name: str
+    json_path: Path
+    cubin_path: Path
+    num_warps: int
+    num_ctas: int
+    cluster_dims: tuple[int, int, int]
+    shared: int
+    global_scratch_size: int
+    global_scratch_align: int
+    profile_scratch_size: int
+    profile_scratch_align: int
+    cooperative: bool
+    pdl: bool
+    tensordesc_meta: list | None
+    arch: str                    # what the cubin was compiled for: "sm_90a"
+    triton_version: str | None
+    num_scratch_params: int      # trailing scratch pointers the kernel declares
+    signature: Signature | None  # None when not asked for
+
+
+def read_triton_entry(json_path: str | Path, *, with_signature: bool = True) -> TritonEntry:
+    """The entry whose metadata is `json_path`; SpecError names the file at fault.
+
+    `with_signature=False` skips the TTIR, for specs that give their own
+    signature (the `.source` file may then be absent).
+    """
+    json_path = Path(json_path)
+    if json_path.name.startswith("__grp__"):
+        raise SpecError("this is Triton's group index; give the kernel's own "
+                        f"{json_path.name.removeprefix('__grp__')} instead", file=str(json_path))
+    meta = _load_json(json_path)
+    cubin_path = json_path.with_suffix(".cubin")
+    if not cubin_path.is_file():
+        raise SpecError(f"the cubin {cubin_path.name} is not beside it", file=str(json_path))
+
+    def number(key: str, default: int | None = None) -> int:
+        value = meta.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SpecError(f"`{key}` should be an integer, got {value!r}", file=str(json_path))
+        return value
+
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise SpecError("no kernel `name` in this Triton metadata", file=str(json_path))
+    num_ctas = number("num_ctas", 1)
+    cluster = meta.get("cluster_dims") or [num_ctas, 1, 1]
+    tensordesc_meta = meta.get("tensordesc_meta")
+    if tensordesc_meta is not None and not isinstance(tensordesc_meta, list):
+        raise SpecError("`tensordesc_meta` should be a list", file=str(json_path))
+
+    signature = None
+    if with_signature:
+        source_path = json_path.with_suffix(".source")
+        try:
+            text = source_path.read_text()
+        except OSError as exc:
+            raise SpecError(f"cannot read the TTIR to recover the signature: {exc.strerror}",
+                            file=str(source_path)) from None
+        signature = signature_from_ttir(text, kernel=name, file=str(source_path))
+
+    return TritonEntry(
+        name=name,
+        json_path=json_path,
+        cubin_path=cubin_path,
+        num_warps=number("num_warps"),
+        num_ctas=num_ctas,
+        cluster_dims=tuple(cluster),
+        shared=number("shared", 0),
+        global_scratch_size=number("global_scratch_size", 0),
+        global_scratch_align=number("global_scratch_align", 1),
+        profile_scratch_size=number("profile_scratch_size", 0),
+        profile_scratch_align=number("profile_scratch_align", 1),
+        cooperative=bool(meta.get("launch_cooperative_grid", False)),
+        pdl=bool(meta.get("launch_pdl", False)),
+        tensordesc_meta=tensordesc_meta,
+        arch=_arch(meta, json_path),
+        triton_version=meta.get("triton_version"),
+        num_scratch_params=("global_scratch_size" in meta) + ("profile_scratch_size" in meta),
+        signature=signature,
+    )
+
+
+def _load_json(path: Path) -> dict:
+    try:
+        meta = json.loads(path.read_text())
+    except OSError as exc:
+        raise SpecError(f"cannot read the Triton metadata: {exc.strerror}",
+                        file=str(path)) from None
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"not valid JSON ({exc.msg}, line {exc.lineno})", file=str(path)) from None
+    if not isinstance(meta, dict):
+        raise SpecError("Triton metadata should be a JSON object", file=str(path))
+    return meta
+
+
+def _arch(meta: dict, path: Path) -> str:
+    target = meta.get("target")
+    if not isinstance(target, dict) or not isinstance(target.get("arch"), int):
+        raise SpecError("no integer `target.arch` in this Triton metadata", file=str(path))
+    if target.get("backend") != "cuda":
+        raise SpecError(f"this entry is for the {target.get('backend')!r} backend, not cuda",
+                        file=str(path))
+    capability = target["arch"]
+    # Triton's sm_arch_from_capability: 90 and up are compiled as the "a" variant.
+    return f"sm_{capability}" + ("a" if capability >= 90 else "")
+
+
+# --- the signature, from the TTIR --------------------------------------------
+
+# MLIR element types to Triton's names. The TTIR is signless (u32 is i32) and
+# Triton stores fp8e4b15 as i8, so those come back as the signed integer.
+_MLIR_TYPES = {
+    "i1": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64",
+    "f16": "fp16", "bf16": "bf16", "f32": "fp32", "f64": "fp64",
+    "f8E4M3FN": "fp8e4nv", "f8E5M2": "fp8e5",
+}
+_FUNC = re.compile(r"tt\.func\s+public\s+@([\w$.]+)\s*\(")
+_ARG = re.compile(r"%([\w$.-]+)\s*:\s*")
+_NAME_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)"\s*[()]')
+_LOC_ALIAS = re.compile(r"loc\((#[\w$.-]+)\)")
+_PTR = re.compile(r"!tt\.ptr<(\w+)(?:,\s*\d+)?>")
+_DESC = re.compile(r"!tt\.tensordesc<tensor<((?:\d+x)+)(\w+)(?:,[^>]*)?>>")
+
+
+@dataclass
+class _Arg:
+    ssa_name: str      # "%x_ptr" without the %
+    mlir_type: str
+    loc_name: str | None    # the Python parameter it came from (3.5+)
+
+
+def signature_from_ttir(text: str, *, kernel: str | None = None, file: str = "TTIR") -> Signature:
+    """The kernel's parameters, from the `tt.func public` in Triton's TTIR."""
+    args = _func_args(text, kernel, file)
+    units: list[tuple[str | None, str, ParamType]] = []   # (loc name, ssa name, type)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        ty = _param_type(arg, file)
+        i += 1
+        if isinstance(ty, TensorDescType):
+            i = _skip_desc_tail(args, i, ty, arg, file)
+        units.append((arg.loc_name, arg.ssa_name, ty))
+
+    params: list[tuple[str, ParamType]] = []
+    used: set[str] = set()
+    j = 0
+    while j < len(units):
+        loc_name, ssa_name, ty = units[j]
+        k = j + 1
+        # Consecutive units from one Python parameter are a flattened tuple.
+        while loc_name and k < len(units) and units[k][0] == loc_name:
+            k += 1
+        if k - j > 1:
+            ty = TupleType(tuple(u[2] for u in units[j:k]))
+        params.append((_identifier(loc_name or ssa_name, used), ty))
+        j = k
+    return Signature(tuple(params))
+
+
+def _func_args(text: str, kernel: str | None, file: str) -> list[_Arg]:
+    funcs = list(_FUNC.finditer(text))
+    if not funcs:
+        raise SpecError("no `tt.func public` in this TTIR: cannot recover the signature",
+                        file=file)
+    match = next((m for m in funcs if m.group(1) == kernel), funcs[0])
+    body = _balanced(text, match.end() - 1, file)
+    aliases = dict(re.findall(r"^(#[\w$.-]+)\s*=\s*(loc\(.*\))\s*$", text, re.MULTILINE))
+    args = []
+    for piece in _split_top(body):
+        m = _ARG.match(piece)
+        if not m:
+            raise SpecError(f"cannot read the kernel argument {piece[:60]!r}", file=file)
+        rest = piece[m.end():]
+        mlir_type = _type_token(rest)
+        tail = rest[len(mlir_type):]
+        if alias := _LOC_ALIAS.search(tail):
+            tail = aliases.get(alias.group(1), "")
+        loc = _NAME_LOC.search(tail)
+        args.append(_Arg(m.group(1), mlir_type, _unescape(loc.group(1)) if loc else None))
+    return args
+
+
+def _unescape(mlir_string: str) -> str:
+    """MLIR prints `"` and `\\` in strings as hex escapes (`\\22`)."""
+    return re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), mlir_string)
+
+
+def _balanced(text: str, open_at: int, file: str) -> str:
+    """The text inside the parenthesis at `open_at`, skipping quoted strings."""
+    depth, i, in_string = 0, open_at, False
+    while i < len(text):
+        ch = text[i]
+        if in_string:
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return text[open_at + 1:i]
+        i += 1
+    raise SpecError("the kernel's argument list never closes", file=file)
+
+
+def _split_top(body: str) -> list[str]:
+    """Split the argument list on commas outside brackets and strings."""
+    parts, depth, start, in_string, i = [], 0, 0, False, 0
+    while i < len(body):
+        ch = body[i]
+        if in_string:
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "(<{[":
+            depth += 1
+        elif ch in ")>}]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(body[start:i].strip())
+            start = i + 1
+        i += 1
+    last = body[start:].strip()
+    return parts + [last] if last else parts
+
+
+def _type_token(rest: str) -> str:
+    """The type at the start of `rest`: up to the first space outside <>."""
+    depth = 0
+    for i, ch in enumerate(rest):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch.isspace() and depth == 0:
+            return rest[:i]
+    return rest
+
+
+def _param_type(arg: _Arg, file: str) -> ParamType:
+    t = arg.mlir_type
+    if t in _MLIR_TYPES:
+        return ScalarType(ELEMENT_TYPES[_MLIR_TYPES[t]])
+    if m := _PTR.fullmatch(t):
+        if m.group(1) in _MLIR_TYPES:
+            return PointerType(ELEMENT_TYPES[_MLIR_TYPES[m.group(1)]])
+    elif m := _DESC.fullmatch(t):
+        if m.group(2) in _MLIR_TYPES:
+            dims = tuple(int(d) for d in m.group(1).rstrip("x").split("x"))
+            return TensorDescType(ELEMENT_TYPES[_MLIR_TYPES[m.group(2)]], dims)
+    raise SpecError(f"kernel argument %{arg.ssa_name} has type {t}, which cubinrun "
+                    "cannot pass; give the signature in the spec", file=file)
+
+
+def _skip_desc_tail(args: list[_Arg], i: int, desc: TensorDescType, arg: _Arg,
+                    file: str) -> int:
+    """Check and skip the shape (i32) and strides (i64) Triton adds after a descriptor."""
+    expected = ["i32"] * desc.ndim + ["i64"] * desc.ndim
+    found = [a.mlir_type for a in args[i:i + len(expected)]]
+    if found != expected:
+        raise SpecError(f"tensor descriptor %{arg.ssa_name} should be followed by "
+                        f"{', '.join(expected)} (its shape and strides), found "
+                        f"{', '.join(found) or 'nothing'}", file=file)
+    return i + len(expected)
+
+
+def _identifier(name: str, used: set[str]) -> str:
+    """A Python identifier, unique within the signature."""
+    ident = re.sub(r"\W", "_", name)
+    if not ident.isidentifier():
+        ident = "arg_" + ident
+    candidate, n = ident, 1
+    while candidate in used:
+        candidate = f"{ident}_{n}"
+        n += 1
+    used.add(candidate)
+    return candidate
