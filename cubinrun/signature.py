@@ -201,7 +201,8 @@ class Leaf:
     index: int = 0              # which dim, for shape/strides roles
 
 
-def tensordesc_leaves(path: str, desc: TensorDescType, has_meta: bool) -> list[Leaf]:
+def tensordesc_leaves(path: str, desc: TensorDescType, has_meta: bool,
+                      padding_flag: bool = True) -> list[Leaf]:
     n = desc.ndim
     if has_meta:
         head = [Leaf(f"{path}.tma", "nvTmaDesc", "desc.tma")]
@@ -209,18 +210,20 @@ def tensordesc_leaves(path: str, desc: TensorDescType, has_meta: bool) -> list[L
         head = [Leaf(f"{path}.base", f"*{desc.dtype.name}", "desc.base")]
         head += [Leaf(f"{path}.shape[{i}]", "i64", "desc.shape", i) for i in range(n)]
         head += [Leaf(f"{path}.strides[{i}]", "i64", "desc.strides", i) for i in range(n)]
-        head += [Leaf(f"{path}.padding_nan", "i1", "desc.padding")]
+        if padding_flag:                       # Triton 3.5+; 3.4 kernels take none
+            head += [Leaf(f"{path}.padding_nan", "i1", "desc.padding")]
     tail = [Leaf(f"{path}.shape[{i}]", "i32", "desc.shape2", i) for i in range(n)]
     tail += [Leaf(f"{path}.strides[{i}]", "i64", "desc.strides2", i) for i in range(n)]
     return head + tail
 
 
-def expand(signature: Signature, tensordesc_meta: Sequence | None = None) -> list[Leaf]:
+def expand(signature: Signature, tensordesc_meta: Sequence | None = None,
+           padding_flag: bool = True) -> list[Leaf]:
     """The flat parameter list (without the trailing scratch pointers).
 
     `tensordesc_meta` is Triton's list, one entry per tensor descriptor in
     order; an entry that is None (or no list at all) means the kernel takes
-    the decomposed form.
+    the decomposed form, which has a padding flag from Triton 3.5 on.
     """
     descs = sum(1 for _ in _walk_descs(ty for _, ty in signature.params))
     if tensordesc_meta and len(tensordesc_meta) != descs:
@@ -236,7 +239,7 @@ def expand(signature: Signature, tensordesc_meta: Sequence | None = None) -> lis
             for i, item in enumerate(ty.items):
                 visit(f"{path}[{i}]", item)
         elif isinstance(ty, TensorDescType):
-            out.extend(tensordesc_leaves(path, ty, next(meta) is not None))
+            out.extend(tensordesc_leaves(path, ty, next(meta) is not None, padding_flag))
         else:
             out.append(Leaf(path, str(ty)))
 

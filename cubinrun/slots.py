@@ -77,8 +77,11 @@ def _desc_values(spec: Spec, desc: DescArg, start: int, leaves: list[Leaf]) -> l
     strides = row_major_strides(shape)
     n = len(shape)
     # with Triton metadata: tma, n shapes, n strides; without: base, n shapes,
-    # n strides, padding, n shapes, n strides (see signature.tensordesc_leaves)
-    count = 1 + 2 * n if leaves[start].role == "desc.tma" else 2 + 4 * n
+    # n strides, [padding], n shapes, n strides (see signature.tensordesc_leaves)
+    if leaves[start].role == "desc.tma":
+        count = 1 + 2 * n
+    else:
+        count = 1 + 4 * n + int(leaves[start + 1 + 2 * n].role == "desc.padding")
     out = []
     for leaf in leaves[start:start + count]:
         role = leaf.role

@@ -1,6 +1,7 @@
 """Spec loading: the SPEC.md example, every section's forms, and the errors a
 user can cause, each naming the field and the line."""
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -285,3 +286,50 @@ def test_scratch_defaults(write_spec):
     spec = load_spec(write_spec(EXAMPLE.replace(
         "  num_warps: 4", "  num_warps: 4\n  global_scratch: {size: 256, align: 128}")))
     assert spec.launch.scratch_params == 2 and spec.launch.global_scratch.size == 256
+
+
+TRITON = Path(__file__).parent / "fixtures" / "triton"
+
+
+def test_triton_entry_brings_signature_and_launch_metadata(tmp_path):
+    entry = TRITON / "3.6.0" / "add_kernel" / "add_kernel.json"
+    path = tmp_path / "t.yaml"
+    path.write_text(f"""\
+kernel: {{triton: {entry}}}
+vars: {{N: 4096}}
+args:
+  x_ptr: {{shape: [N], init: random}}
+  y_ptr: {{shape: [N], init: random}}
+  out_ptr: {{shape: [N]}}
+  n: N
+grid: [cdiv(N, 1024)]
+""")
+    spec = load_spec(path)
+    assert spec.kernel.name == "add_kernel" and str(spec.signature) == "*fp32,*fp32,*fp32,i32"
+    assert spec.launch.num_warps == 4 and spec.launch.scratch_params == 2
+    assert [leaf.type for leaf in spec.leaves()] == ["*fp32", "*fp32", "*fp32", "i32"]
+    contradicting = path.read_text().replace("grid:", "launch: {num_warps: 8}\ngrid:")
+    path.write_text(contradicting)
+    with pytest.raises(SpecError, match="contradicts the Triton entry") as err:
+        load_spec(path)
+    assert err.value.field == "launch.num_warps"
+
+
+@pytest.mark.parametrize("version, leaves", [
+    ("3.4.0", 9),    # base, 2 shapes, 2 strides, (no padding flag), 2 shapes, 2 strides
+    ("3.5.1", 10),   # ... with the padding flag
+])
+def test_decomposed_tensordesc_padding_flag_follows_the_triton_version(tmp_path, version, leaves):
+    entry = TRITON / version / "add_kernel" / "add_kernel.json"
+    path = tmp_path / "t.yaml"
+    path.write_text(f"""\
+kernel: {{triton: {entry}}}
+signature: {{d: "tensordesc<fp32[16, 16]>"}}
+args: {{d: {{buffer: {{shape: [64, 64]}}}}}}
+grid: [1]
+""")
+    spec = load_spec(path)
+    assert len(spec.leaves()) == leaves
+    from cubinrun.slots import bind_slots
+    slots = bind_slots(spec)
+    assert [s.value for s in slots if s.kind == "scalar"][-4:] == [64, 64, 64, 1]

@@ -150,7 +150,8 @@ class _SpecBuilder:
                     buffers=buffers, vars=self.names.vars(), scalars=self.names.scalars(),
                     grid=grid, block=block, launch=launch, checks=checks, bench=bench,
                     constants=constants,
-                    tensordesc_meta=_tuple_or_none(self.triton and self.triton.tensordesc_meta))
+                    tensordesc_meta=_tuple_or_none(self.triton and self.triton.tensordesc_meta),
+                    desc_padding_flag=self.triton is None or _version(self.triton) >= (3, 5))
 
     def kernel(self, node: Any) -> KernelRef:
         t = self.tree
@@ -172,8 +173,8 @@ class _SpecBuilder:
         if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
             raise self.error("must be a list of strings", "kernel.options", node, "options")
         if kind == "triton":
-            from .triton_cache import read_triton_entry
-            self.triton = read_triton_entry(path)
+            from ..triton_cache import read_triton_entry
+            self.triton = read_triton_entry(path, with_signature="signature" not in t)
             name = name or self.triton.name
         return KernelRef(kind, path, name, tuple(options))
 
@@ -492,6 +493,14 @@ def _kind(value: Any) -> str:
         if isinstance(value, kind):
             return word
     return type(value).__name__
+
+
+def _version(entry) -> tuple[int, ...]:
+    """Triton's version as numbers; an entry that does not say is taken as current."""
+    try:
+        return tuple(int(p) for p in (entry.triton_version or "99").split(".")[:2])
+    except ValueError:
+        return (99,)
 
 
 def _tuple_or_none(meta):
