@@ -1,0 +1,391 @@
+"""Host arrays for the spec's buffers: made from `init`, saved as `.npy`, read as float64.
+
+Every array is C-contiguous, of the buffer's shape, in the host dtype of its
+element type (`ElementType.numpy_dtype()`; ml_dtypes for bf16 / fp8e4nv / fp8e5).
+
+Inits
+- `zeros`, `ones`: 0 and 1 in the dtype.
+- `arange`: 0, 1, 2, ... in flat (C) order. Integer dtypes wrap modulo 2**bits
+  (i8 goes 126, 127, -128, ...); booleans alternate 0, 1. Float dtypes round each
+  value as the dtype does (fp16 is exact up to 2048, bf16 up to 256, fp8e4nv up
+  to 16; past that, ties go to even), and an arange whose last value would
+  overflow the dtype's finite range is a SpecError, never a row of infinities.
+- `random`: uniform with per-kind defaults: floats in [-1, 1), signed integers
+  in [-8, 8), unsigned in [0, 16), booleans 0 or 1.
+  `{random: uniform, low, high}`: floats uniform in [low, high) (after rounding
+  to the dtype a value may equal `high`); integers uniform over the whole
+  numbers k with low <= k < high. The bounds must lie in the dtype's range.
+  `{random: normal, mean, std}`: floats drawn N(mean, std**2); integer and
+  boolean dtypes round the draws to the nearest integer (ties to even). The
+  interval mean +- 6 std must lie in the dtype's range (SpecError otherwise,
+  e.g. the default N(0, 1) on fp8e4b15 or on an unsigned dtype); the rare
+  draws beyond it (about 2 in 10**9) saturate to the range's ends.
+  Draws are made in float64 and then rounded to the dtype (round to nearest
+  even, ml_dtypes for bf16 / fp8); integers are drawn directly.
+- `{fill: V}`: V in the dtype. Integer dtypes need an integer in range (as
+  scalar args, 2.0 is not an integer);
+  float dtypes round V (fp16: 0.1 -> 0.0999755859375) but a finite V that
+  overflows the dtype is a SpecError, and NaN / inf only where the dtype has
+  them (fp8e4nv has NaN but no inf, fp8e4b15 has neither).
+- `{file: PATH.npy}`: loaded with allow_pickle=False. The shape must equal the
+  buffer's. The dtype must be the host dtype, a safe NumPy cast to it, or any
+  numeric dtype whose values all convert exactly (float32 values into a bf16
+  buffer, whole float64 numbers into i32). A `.npy` of anonymous raw bytes of
+  the element's size (what np.save writes for ml_dtypes arrays) is taken as
+  the dtype's bits; for fp8e4b15 a uint8 file is taken as raw bits.
+
+Seeds
+A `seed` makes the data the same on every run and machine: index 0 draws from
+`numpy.random.Generator(PCG64(seed))`, so `default_rng(seed).uniform(-1, 1, n)`
+rounded to the dtype reproduces a float buffer. Without a seed the seed is
+`default_seed(name)`, taken from a SHA-256 of the buffer's name: reruns repeat,
+two unseeded buffers differ. `index` > 0 asks for another, independent random
+array for the same buffer (seed sequence (seed, spawn key index)); other inits
+ignore it.
+
+fp8e4b15 (Triton's `tl.float8e4b15`), checked in triton-lang/triton
+python/triton/language/extra/cuda/utils.py (convert_fp8e4b15_to_float16 and
+convert_float16_to_fp8e4b15, the NVIDIA codegen for this type):
+- Layout s.eeee.mmm with exponent bias 15. The upcast moves the byte into an
+  fp16 as s.0eeee.mmm0000000, so values are exactly fp16's: exponent 0 is
+  subnormal (m * 2**-17), there is no inf and no NaN, all 256 patterns are
+  finite, the largest is 0x7f = 1.875.
+- Triton's downcast (fp16 -> fp8e4b15) clamps magnitudes to 1.75 (0x7e), turns
+  NaN and inf into +-1.75, and rounds ties away from zero; fp32 is first cut
+  to fp16 toward zero. Older comments in Triton's lowering that speak of
+  infinities and NaNs for this type do not match that code.
+- Host arrays hold the raw bytes (uint8). `encode_fp8e4b15` rounds to nearest
+  even over all 256 patterns (max 1.875) and refuses NaN, inf and overflow;
+  so encoded bytes can differ from a Triton kernel's own stores on exact ties
+  and between 1.75 and 1.875.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .dtypes import ElementType
+from .errors import SpecError
+from .spec.model import BufferArg, Init
+from .spec.scalars import check_scalar_value
+
+CHUNK = 1 << 22                     # elements per generated block: bounded float64 temporaries
+FP8E4B15_MAX = 1.875
+
+DEFAULT_UNIFORM = {"float": (-1.0, 1.0), "int": (-8, 8), "uint": (0, 16), "bool": (0, 2)}
+NORMAL_SIGMAS = 6.0                 # mean +- this many std must fit the dtype
+
+# ml_dtypes' types have no .npy name: np.save writes them as anonymous bytes.
+_NON_NUMPY = ("bf16", "fp8e4nv", "fp8e5", "fp8e4b15")
+
+
+# ---------------------------------------------------------------- fp8e4b15
+
+def decode_fp8e4b15(bits: np.ndarray) -> np.ndarray:
+    """Raw fp8e4b15 bytes -> float32, exactly as Triton's upcast: the byte becomes
+    the fp16 s.0eeee.mmm0000000."""
+    b = np.asarray(bits, dtype=np.uint8).astype(np.uint16)
+    half = ((b & 0x80) << 8) | ((b & 0x7F) << 7)
+    return half.view(np.float16).astype(np.float32)
+
+
+def encode_fp8e4b15_masked(values: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Round to the nearest fp8e4b15 (ties to even). Returns (bits, representable):
+    NaN, inf and magnitudes that round past 1.875 are not representable and
+    their bits are meaningless."""
+    x = np.asarray(values, dtype=np.float64)
+    sign = np.where(np.signbit(x), 0x80, 0).astype(np.uint8)
+    with np.errstate(invalid="ignore"):
+        a = np.abs(x)
+        finite = np.isfinite(a)
+        a = np.where(finite, a, 0.0)
+        _, exp2 = np.frexp(a)                         # a = f * 2**exp2, f in [0.5, 1)
+        # One step is 2**(binade - 3), and 2**-17 below the normal range (2**-14).
+        step_exp = np.maximum(exp2 - 1, -14) - 3
+        q = np.rint(np.ldexp(a, -step_exp))           # whole steps, ties to even
+        rounded = np.ldexp(q, step_exp)
+        ok = finite & (rounded <= FP8E4B15_MAX)
+        rounded = np.where(ok, rounded, 0.0)
+        _, exp2 = np.frexp(rounded)
+        binade = exp2 - 1
+        normal = rounded >= 2.0 ** -14
+        e = np.where(normal, binade + 15, 0)
+        m = np.where(normal, np.ldexp(rounded, 3 - binade) - 8, np.ldexp(rounded, 17))
+    bits = sign | (e.astype(np.uint8) << 3) | m.astype(np.uint8)
+    return bits, ok
+
+
+def encode_fp8e4b15(values: Any) -> np.ndarray:
+    """Round to the nearest fp8e4b15 (ties to even) as raw uint8 bytes;
+    ValueError for NaN, inf or a magnitude past 1.875."""
+    bits, ok = encode_fp8e4b15_masked(values)
+    if not ok.all():
+        bad = np.asarray(values, dtype=np.float64).reshape(-1)[np.argmin(ok.reshape(-1))]
+        raise ValueError(f"{float(bad)!r} is not representable in fp8e4b15 "
+                         f"(finite only, magnitude at most {FP8E4B15_MAX})")
+    return bits
+
+
+# ---------------------------------------------------------------- conversions
+
+def cast_floats(values: Any, dtype: ElementType) -> np.ndarray:
+    """Float values rounded (to nearest even) into a float dtype's host array."""
+    if dtype.name == "fp8e4b15":
+        return encode_fp8e4b15(values)
+    return np.asarray(values).astype(dtype.numpy_dtype())
+
+
+def to_float64(array: np.ndarray, dtype: ElementType) -> np.ndarray:
+    """The host array's values as float64: exact for every float dtype and for
+    integers up to 2**53 (beyond, 64-bit integers round)."""
+    if dtype.name == "fp8e4b15":
+        return decode_fp8e4b15(array).astype(np.float64)
+    return np.asarray(array).astype(np.float64)
+
+
+def finite_range(dtype: ElementType) -> tuple[float, float]:
+    """The smallest and largest value a dtype holds (integers: its whole range)."""
+    if dtype.kind != "float":
+        lo, hi = dtype.int_range()
+        return float(lo), float(hi)
+    if dtype.name == "fp8e4b15":
+        return -FP8E4B15_MAX, FP8E4B15_MAX
+    import ml_dtypes
+    biggest = float(ml_dtypes.finfo(dtype.numpy_dtype()).max)
+    return -biggest, biggest
+
+
+def default_seed(name: str) -> int:
+    """The seed of a buffer whose init gives none: stable across runs and machines."""
+    return int.from_bytes(hashlib.sha256(f"cubinrun:{name}".encode()).digest()[:8], "little")
+
+
+def save_array(array: np.ndarray, path: str | Path, dtype: ElementType | None = None) -> Path:
+    """Write `array` as .npy at `path`, creating folders. bf16 and fp8 buffers
+    (fp8e4b15 only when `dtype` says so, its host array being uint8) are saved
+    as float32 values, exact for all of them, because .npy has no name for
+    these types and would store anonymous bytes."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    array = np.ascontiguousarray(array)
+    if dtype is None and array.dtype.kind == "V":           # an ml_dtypes array
+        array = array.astype(np.float32)
+    elif dtype is not None and dtype.name in _NON_NUMPY:
+        array = to_float64(array, dtype).astype(np.float32)
+    with open(path, "wb") as f:
+        np.save(f, array, allow_pickle=False)
+    return path
+
+
+# ---------------------------------------------------------------- host arrays
+
+def make_host_array(buffer: BufferArg, index: int = 0) -> np.ndarray:
+    """The buffer's input array, made from its init (see the module docstring)."""
+    init, dtype, shape = buffer.init, buffer.dtype, buffer.shape
+    field = f"args.{buffer.name}.init"
+    if init.kind == "zeros":
+        return np.zeros(shape, dtype=dtype.numpy_dtype())
+    if init.kind == "ones":
+        return _filled(shape, dtype, 1, field)
+    if init.kind == "fill":
+        return _filled(shape, dtype, init.value, f"{field}.fill")
+    if init.kind == "arange":
+        return _arange(shape, dtype, field)
+    if init.kind == "random":
+        seed = default_seed(buffer.name) if init.seed is None else init.seed
+        return _random(shape, dtype, init, _generator(seed, index), field)
+    if init.kind == "file":
+        return load_for(init.path, dtype, shape, f"{field}.file")
+    raise AssertionError(f"unknown init {init.kind!r}")
+
+
+def _generator(seed: int, index: int) -> np.random.Generator:
+    if index == 0:
+        return np.random.Generator(np.random.PCG64(seed))
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(index,))))
+
+
+def _filled(shape: tuple[int, ...], dtype: ElementType, value: Any, field: str) -> np.ndarray:
+    one = _scalar_in(dtype, value, field)
+    return np.broadcast_to(one, shape).copy()
+
+
+def _scalar_in(dtype: ElementType, value: Any, field: str) -> np.ndarray:
+    """`value` as a 0-d array of the dtype; SpecError if it does not fit."""
+    if dtype.kind != "float":           # as scalar args: 2.0 is not silently an integer
+        try:
+            number = check_scalar_value(dtype, value)
+        except SpecError as exc:
+            raise SpecError(exc.message, field=field) from None
+        return np.array(number, dtype=dtype.numpy_dtype())
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SpecError(f"{dtype.name} needs a number, got {value!r}", field=field)
+    try:
+        x = float(value)
+    except OverflowError:
+        raise SpecError(f"{value} overflows {dtype.name}", field=field) from None
+    if dtype.name == "fp8e4b15":
+        bits, ok = encode_fp8e4b15_masked(np.array(x))
+        if not ok:
+            what = "overflows" if math.isfinite(x) else "is not allowed:"
+            raise SpecError(f"{value} {what} fp8e4b15 (finite only, magnitude at most "
+                            f"{FP8E4B15_MAX})", field=field)
+        return bits
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = np.array(x).astype(dtype.numpy_dtype())
+    stored = float(cast.astype(np.float64))
+    if math.isinf(x) and stored != x:
+        raise SpecError(f"{dtype.name} has no infinity", field=field)
+    if math.isfinite(x) and not math.isfinite(stored):
+        raise SpecError(f"{value} overflows {dtype.name} (largest finite "
+                        f"{finite_range(dtype)[1]:g})", field=field)
+    return cast
+
+
+def _arange(shape: tuple[int, ...], dtype: ElementType, field: str) -> np.ndarray:
+    out = np.empty(shape, dtype=dtype.numpy_dtype())
+    flat = out.reshape(-1)
+    n = flat.size
+    if dtype.kind == "float":
+        _, hi = finite_range(dtype)
+        if n and n - 1 > hi:
+            raise SpecError(f"arange up to {n - 1} overflows {dtype.name} "
+                            f"(largest finite {hi:g}); use a wider dtype or another init",
+                            field=field)
+        make: Callable[[int, int], np.ndarray] = lambda s, e: cast_floats(
+            np.arange(s, e, dtype=np.float64), dtype)
+    elif dtype.kind == "bool":
+        make = lambda s, e: (np.arange(s, e, dtype=np.uint64) & 1).astype(flat.dtype)
+    else:                       # unsigned -> narrower casts keep the low bits: wraps
+        make = lambda s, e: np.arange(s, e, dtype=np.uint64).astype(flat.dtype)
+    for s in range(0, n, CHUNK):
+        e = min(n, s + CHUNK)
+        flat[s:e] = make(s, e)
+    return out
+
+
+def _random(shape: tuple[int, ...], dtype: ElementType, init: Init,
+            rng: np.random.Generator, field: str) -> np.ndarray:
+    lo_range, hi_range = finite_range(dtype)
+    if init.distribution == "normal":
+        if not (lo_range <= init.mean - NORMAL_SIGMAS * init.std
+                and init.mean + NORMAL_SIGMAS * init.std <= hi_range):
+            raise SpecError(
+                f"normal(mean={init.mean:g}, std={init.std:g}) does not fit {dtype.name} "
+                f"[{lo_range:g}, {hi_range:g}]: mean +- {NORMAL_SIGMAS:g} std must lie inside",
+                field=field)
+        top = hi_range if dtype.kind == "float" else _below_int_max(dtype)
+        draw = lambda k: np.clip(rng.normal(init.mean, init.std, k), lo_range, top)
+        return _generated(shape, dtype, draw)
+
+    default_lo, default_hi = DEFAULT_UNIFORM[dtype.kind]
+    low = default_lo if init.low is None else init.low
+    high = default_hi if init.high is None else init.high
+    if dtype.kind != "float":
+        first, stop = math.ceil(low), math.ceil(high)   # whole k with low <= k < high
+        if first >= stop:
+            raise SpecError(f"no integer k with {low:g} <= k < {high:g}", field=field)
+        if first < lo_range or stop - 1 > hi_range:
+            raise SpecError(f"random integers in [{first}, {stop - 1}] do not fit "
+                            f"{dtype.name} [{int(lo_range)}, {int(hi_range)}]", field=field)
+        return rng.integers(first, stop, size=shape, dtype=dtype.numpy_dtype())
+    if not low < high:                   # one bound given, the other a default
+        raise SpecError(f"uniform [{low:g}, {high:g}) is empty: low must be below high",
+                        field=field)
+    if not (lo_range <= low and high <= hi_range):
+        raise SpecError(f"uniform [{low:g}, {high:g}) does not fit {dtype.name} "
+                        f"[{lo_range:g}, {hi_range:g}]", field=field)
+    if not math.isfinite(high - low):
+        raise SpecError(f"uniform [{low:g}, {high:g}) is wider than float64 can draw",
+                        field=field)
+    return _generated(shape, dtype, lambda k: rng.uniform(low, high, k))
+
+
+def _below_int_max(dtype: ElementType) -> float:
+    """The largest float64 that converts into the integer dtype (2**64 - 1 rounds up)."""
+    hi = dtype.int_range()[1]
+    top = float(hi)
+    return top if top <= hi else float(np.nextafter(top, 0.0))
+
+
+def _generated(shape: tuple[int, ...], dtype: ElementType,
+               draw: Callable[[int], np.ndarray]) -> np.ndarray:
+    """Float64 draws, block by block (the same stream as one call), rounded to the dtype."""
+    out = np.empty(shape, dtype=dtype.numpy_dtype())
+    flat = out.reshape(-1)
+    n = flat.size
+    for s in range(0, n, CHUNK):
+        values = draw(min(CHUNK, n - s))
+        if dtype.kind == "float":
+            flat[s:s + values.size] = cast_floats(values, dtype)
+        else:
+            flat[s:s + values.size] = np.rint(values).astype(flat.dtype)
+    return out
+
+
+# ---------------------------------------------------------------- .npy files
+
+def load_npy(path: Path, field: str) -> np.ndarray:
+    """np.load without pickles; SpecError naming the file if it cannot be read."""
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise SpecError(f"cannot read {path} as .npy: {exc}", field=field) from None
+
+
+def load_for(path: Path, dtype: ElementType, shape: tuple[int, ...], field: str) -> np.ndarray:
+    """A .npy's contents as a host array of `dtype` and exactly `shape`."""
+    values = load_npy(path, field)
+    if values.shape != tuple(shape):
+        raise SpecError(f"{path.name} has shape {list(values.shape)}, the buffer is "
+                        f"{list(shape)}", field=field)
+    try:
+        return convert_exactly(values, dtype)
+    except ValueError as exc:
+        raise SpecError(f"{path.name}: {exc}", field=field) from None
+
+
+def convert_exactly(values: np.ndarray, dtype: ElementType) -> np.ndarray:
+    """`values` as a C-contiguous host array of `dtype`, only if no value changes;
+    ValueError naming the first value that would."""
+    host = dtype.numpy_dtype()
+    raw = values.dtype.kind == "V" and not values.dtype.names
+    if raw and values.dtype.itemsize == host.itemsize:
+        values = values.view(host)          # raw element bytes
+    if values.dtype == host:
+        return np.ascontiguousarray(values)
+    if dtype.name != "fp8e4b15" and np.can_cast(values.dtype, host, "safe"):   # uint8: bits
+        return np.ascontiguousarray(values, dtype=host)
+    if values.dtype.kind not in "biuf":
+        raise ValueError(f"dtype {values.dtype} cannot be converted to {dtype.name}")
+    if dtype.kind == "float":
+        with np.errstate(over="ignore", invalid="ignore"):
+            as_f64 = values.astype(np.float64)
+            if dtype.name == "fp8e4b15":
+                converted, ok = encode_fp8e4b15_masked(as_f64)
+            else:
+                converted = as_f64.astype(host)
+                ok = np.ones(values.shape, dtype=bool)
+            back = to_float64(converted, dtype)
+            ok &= (back == as_f64) | (np.isnan(back) & np.isnan(as_f64))
+            if values.dtype.kind in "iu":       # 64-bit integers past 2**53
+                ok &= back.astype(values.dtype) == values
+    else:
+        lo, hi = dtype.int_range()
+        if values.dtype.kind == "f":        # hi + 1 is a power of two: exact as a float
+            with np.errstate(invalid="ignore"):
+                ok = np.isfinite(values) & (values == np.round(values))
+                ok &= (values >= lo) & (values < float(hi + 1))
+        else:
+            ok = (values >= lo) & (values <= hi)
+        converted = np.where(ok, values, 0).astype(host)
+    if not ok.all():
+        where = np.unravel_index(int(np.argmin(ok)), values.shape)
+        bad = values[where].item()
+        raise ValueError(f"holds {values.dtype}, which {dtype.name} cannot hold exactly: "
+                         f"element {tuple(int(i) for i in where)} = {bad!r}")
+    return np.ascontiguousarray(converted)
