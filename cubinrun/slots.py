@@ -21,6 +21,7 @@ class Slot:
     name: str                 # the argument (buffer or descriptor) it comes from
     value: int | float | None = None   # known now: scalars, descriptor shape/strides/padding
     desc: DescArg | None = None
+    meta: dict | None = None           # Triton's tensordesc_meta entry for a tensordesc
 
     def describe(self) -> str:
         if self.kind == "buffer":
@@ -45,7 +46,8 @@ def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def bind_slots(spec: Spec) -> list[Slot]:
     leaves = spec.leaves()
-    values: list[tuple] = []          # (kind, name, value, desc) in expansion order
+    values: list[tuple] = []          # (kind, name, value, desc, meta) in expansion order
+    metas = iter(spec.tensordesc_meta or ())
 
     def visit(arg) -> None:
         if isinstance(arg, ConstArg):
@@ -54,19 +56,19 @@ def bind_slots(spec: Spec) -> list[Slot]:
             for item in arg.items:
                 visit(item)
         elif isinstance(arg, BufferRef):
-            values.append(("null", arg.name, None, None) if arg.buffer is None
-                          else ("buffer", arg.buffer, None, None))
+            values.append(("null", arg.name, None, None, None) if arg.buffer is None
+                          else ("buffer", arg.buffer, None, None, None))
         elif isinstance(arg, ScalarArg):
-            values.append(("scalar", arg.name, arg.value, None))
+            values.append(("scalar", arg.name, arg.value, None, None))
         elif isinstance(arg, DescArg):
-            values.extend(_desc_values(spec, arg, len(values), leaves))
+            meta = next(metas, None) if arg.kind == "tensordesc" else None
+            values.extend(v + (meta,) for v in _desc_values(spec, arg, len(values), leaves))
 
     for arg in spec.args:
         visit(arg)
     if len(values) != len(leaves):
         raise AssertionError(f"bound {len(values)} values to {len(leaves)} parameters")
-    return [Slot(leaf, kind, name, value, desc)
-            for leaf, (kind, name, value, desc) in zip(leaves, values)]
+    return [Slot(leaf, *value) for leaf, value in zip(leaves, values)]
 
 
 def _desc_values(spec: Spec, desc: DescArg, start: int, leaves: list[Leaf]) -> list[tuple]:

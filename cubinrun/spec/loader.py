@@ -8,6 +8,7 @@ where YAML gives it, the line.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -89,7 +90,7 @@ class _SpecBuilder:
         if not isinstance(value, str) or not value:
             raise self.error(f"must be a path, got {_kind(value)}", field, parent, key)
         p = Path(value).expanduser()
-        p = p if p.is_absolute() else self.base / p
+        p = Path(os.path.normpath(p if p.is_absolute() else self.base / p))
         if must_exist and not p.exists():
             raise self.error(f"no such file: {p}", field, parent, key)
         return p

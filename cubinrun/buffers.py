@@ -1,0 +1,73 @@
+"""Device memory for one launch: the spec's buffers (filled from their host
+arrays) and the scratch areas, freed together at the end."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import driver
+from .hostdata import make_host_array
+from .plan import Plan, ScratchPlan
+from .spec import BufferArg
+
+CU_MEM_ALLOC_ALIGNMENT = 256        # cuMemAlloc's guarantee
+
+
+@dataclass
+class DeviceBuffer:
+    spec: BufferArg
+    host: np.ndarray                 # the input, kept for the check
+    pointer: int
+
+    def download(self) -> np.ndarray:
+        out = np.empty_like(self.host)
+        driver.copy_to_host(out, self.pointer)
+        return out
+
+
+@dataclass
+class DeviceMemory:
+    buffers: dict[str, DeviceBuffer] = field(default_factory=dict)
+    global_scratch: int = 0
+    profile_scratch: int = 0
+    _allocations: list[int] = field(default_factory=list)
+
+    def _alloc(self, nbytes: int, align: int = 1) -> int:
+        extra = align if align > CU_MEM_ALLOC_ALIGNMENT else 0
+        base = driver.alloc(nbytes + extra)
+        self._allocations.append(base)
+        return -(-base // align) * align if extra else base
+
+    def add_buffer(self, spec: BufferArg, host: np.ndarray) -> DeviceBuffer:
+        pointer = self._alloc(spec.nbytes)
+        driver.copy_to_device(pointer, host)
+        buffer = DeviceBuffer(spec, host, pointer)
+        self.buffers[spec.name] = buffer
+        return buffer
+
+    def add_scratch(self, scratch: ScratchPlan) -> int:
+        """Zeroed, as a freshly allocated Triton scratch area is not, but
+        reproducible runs are worth 1 memset."""
+        if scratch.nbytes == 0:
+            return 0
+        pointer = self._alloc(scratch.nbytes, scratch.align)
+        driver.memset_async(pointer, 0, scratch.nbytes, 0)
+        return pointer
+
+    def free(self) -> None:
+        while self._allocations:
+            driver.free(self._allocations.pop())
+
+
+def allocate(plan: Plan) -> DeviceMemory:
+    memory = DeviceMemory()
+    try:
+        for index, spec in enumerate(plan.spec.buffers.values()):
+            memory.add_buffer(spec, make_host_array(spec, index))
+        memory.global_scratch = memory.add_scratch(plan.global_scratch)
+        memory.profile_scratch = memory.add_scratch(plan.profile_scratch)
+    except BaseException:
+        memory.free()
+        raise
+    return memory

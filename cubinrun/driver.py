@@ -1,0 +1,250 @@
+"""Every CUDA driver call cubinrun makes from Python, through cuda.bindings.
+
+All of them go through `call(name, *args)`, the one error check: it turns a
+failing CUresult into a CudaError naming the call and the result (name and
+description), and a missing libcuda into one line saying no driver was found.
+Handles come back as plain ints where the launcher needs them (device
+pointers, functions, streams).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import CudaError, UsageError
+
+# CUresults with a clearer sentence than the driver's own description.
+_PLAIN_WORDS = {
+    "CUDA_ERROR_NO_DEVICE": "no CUDA-capable device is visible",
+    "CUDA_ERROR_INSUFFICIENT_DRIVER": "the NVIDIA driver is older than this CUDA runtime needs",
+    "CUDA_ERROR_NO_BINARY_FOR_GPU": "the binary holds no code this device can run",
+    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION": "the PTX is newer than this driver supports",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda():
+    from cuda.bindings import driver
+    return driver
+
+
+def _no_driver_error(name: str, exc: Exception) -> CudaError:
+    return CudaError(f"no NVIDIA driver found: {name} could not load libcuda.so.1 ({exc})",
+                     call=name)
+
+
+def result_name(code: int) -> tuple[str, str]:
+    """(enum name, description) of a CUresult, without needing the driver."""
+    cu = _cuda()
+    try:
+        enum = cu.CUresult(code)
+    except ValueError:
+        return f"CUresult {code}", "unknown error"
+    name = enum.name
+    try:
+        err, text = cu.cuGetErrorString(enum)
+        description = text.decode() if err == cu.CUresult.CUDA_SUCCESS and text else ""
+    except RuntimeError:                      # no libcuda to ask
+        description = ""
+    return name, _PLAIN_WORDS.get(name, description)
+
+
+def cuda_error(call_name: str, code: int, context: str = "") -> CudaError:
+    name, description = result_name(int(code))
+    detail = f"{name}: {description}" if description else name
+    where = f" ({context})" if context else ""
+    return CudaError(f"{call_name} failed{where}: {detail}", call=call_name,
+                     result=int(code), result_name=name)
+
+
+def call(name: str, *args, context: str = "") -> Any:
+    """Call `cuda.bindings.driver.<name>(*args)`; return its values or raise CudaError."""
+    cu = _cuda()
+    try:
+        result = getattr(cu, name)(*args)
+    except RuntimeError as exc:               # cuda.pathfinder's DynamicLibNotFoundError
+        if type(exc).__name__.startswith("DynamicLib"):
+            raise _no_driver_error(name, exc) from None
+        raise
+    err, *values = result if isinstance(result, tuple) else (result,)
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise cuda_error(name, int(err), context)
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def enum(type_name: str, member: str):
+    """A cuda.bindings enum member, e.g. enum("CUdevice_attribute", "CU_DEVICE_ATTRIBUTE_...")."""
+    return getattr(getattr(_cuda(), type_name), member)
+
+
+# --- device and context ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Device:
+    ordinal: int
+    handle: Any
+    name: str
+    capability: tuple[int, int]
+
+    @property
+    def arch(self) -> str:
+        return f"sm_{self.capability[0]}{self.capability[1]}"
+
+
+def init() -> int:
+    """cuInit; returns the number of devices (CudaError when there are none)."""
+    call("cuInit", 0)
+    count = call("cuDeviceGetCount")
+    if count == 0:
+        raise CudaError("no CUDA-capable device is visible", call="cuDeviceGetCount")
+    return count
+
+
+def get_device(ordinal: int) -> Device:
+    count = init()
+    if not 0 <= ordinal < count:
+        raise UsageError(f"--device {ordinal}: there {'is' if count == 1 else 'are'} {count} "
+                         f"device{'s' if count != 1 else ''} (0..{count - 1})")
+    handle = call("cuDeviceGet", ordinal)
+    name = call("cuDeviceGetName", 256, handle).split(b"\0", 1)[0].decode()
+    major = device_attribute(handle, "COMPUTE_CAPABILITY_MAJOR")
+    minor = device_attribute(handle, "COMPUTE_CAPABILITY_MINOR")
+    return Device(ordinal, handle, name, (major, minor))
+
+
+def open_device(ordinal: int = 0) -> Device:
+    """The device, with its primary context retained and made current."""
+    device = get_device(ordinal)
+    context = call("cuDevicePrimaryCtxRetain", device.handle)
+    call("cuCtxSetCurrent", context)
+    return device
+
+
+def device_attribute(handle, attribute: str) -> int:
+    return call("cuDeviceGetAttribute",
+                enum("CUdevice_attribute", f"CU_DEVICE_ATTRIBUTE_{attribute}"), handle)
+
+
+def device_total_memory(handle) -> int:
+    return call("cuDeviceTotalMem", handle)
+
+
+def device_pci_bus_id(handle) -> str:
+    return call("cuDeviceGetPCIBusId", 64, handle).split(b"\0", 1)[0].decode()
+
+
+def driver_version() -> int:
+    return call("cuDriverGetVersion")
+
+
+def synchronize(context: str = "") -> None:
+    call("cuCtxSynchronize", context=context)
+
+
+# --- modules and functions -------------------------------------------------
+
+
+def load_module(image: bytes, what: str = "module"):
+    return call("cuModuleLoadData", image, context=what)
+
+
+def get_function(module, name: str):
+    return call("cuModuleGetFunction", module, name.encode(), context=f"kernel {name!r}")
+
+
+def function_attribute(function, attribute: str) -> int:
+    return call("cuFuncGetAttribute",
+                enum("CUfunction_attribute", f"CU_FUNC_ATTRIBUTE_{attribute}"), function)
+
+
+def set_function_attribute(function, attribute: str, value: int, context: str = "") -> None:
+    call("cuFuncSetAttribute", function,
+         enum("CUfunction_attribute", f"CU_FUNC_ATTRIBUTE_{attribute}"), value, context=context)
+
+
+def handle_int(handle) -> int:
+    """The address behind a cuda.bindings handle (what the C launcher takes)."""
+    return int(handle)
+
+
+# --- memory ----------------------------------------------------------------
+
+
+def alloc(nbytes: int) -> int:
+    """Device memory of at least one byte (cuMemAlloc refuses zero)."""
+    return int(call("cuMemAlloc", max(nbytes, 1), context=f"{nbytes} bytes"))
+
+
+def free(pointer: int) -> None:
+    call("cuMemFree", pointer)
+
+
+def copy_to_device(pointer: int, array) -> None:
+    if array.nbytes:
+        call("cuMemcpyHtoD", pointer, array.ctypes.data, array.nbytes)
+
+
+def copy_to_host(array, pointer: int) -> None:
+    if array.nbytes:
+        call("cuMemcpyDtoH", array.ctypes.data, pointer, array.nbytes)
+
+
+def memset_async(pointer: int, byte: int, nbytes: int, stream: int) -> None:
+    call("cuMemsetD8Async", pointer, byte, nbytes, stream)
+
+
+# --- streams and events ----------------------------------------------------
+
+
+def create_stream() -> int:
+    return int(call("cuStreamCreate", enum("CUstream_flags", "CU_STREAM_NON_BLOCKING")))
+
+
+def stream_synchronize(stream: int, context: str = "") -> None:
+    call("cuStreamSynchronize", stream, context=context)
+
+
+def create_event():
+    return call("cuEventCreate", enum("CUevent_flags", "CU_EVENT_DEFAULT"))
+
+
+def record_event(event, stream: int) -> None:
+    call("cuEventRecord", event, stream)
+
+
+def elapsed_ms(start, end) -> float:
+    return call("cuEventElapsedTime", start, end)
+
+
+def destroy_event(event) -> None:
+    call("cuEventDestroy", event)
+
+
+# --- tensor maps -----------------------------------------------------------
+
+
+def encode_tiled_tensor_map(data_type: int, address: int, dims: list[int],
+                            strides_bytes: list[int], box: list[int], swizzle: int,
+                            oob_nan: bool, context: str = "") -> bytes:
+    """cuTensorMapEncodeTiled; dims/box innermost first, strides for dims 1.. in bytes.
+
+    Returns the 128-byte CUtensorMap the kernel receives by value.
+    """
+    cu = _cuda()
+    rank = len(dims)
+    tensor_map = call(
+        "cuTensorMapEncodeTiled", cu.CUtensorMapDataType(data_type), rank, address,
+        [cu.cuuint64_t(d) for d in dims], [cu.cuuint64_t(s) for s in strides_bytes],
+        [cu.cuuint32_t(b) for b in box], [cu.cuuint32_t(1)] * rank,
+        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        cu.CUtensorMapSwizzle(swizzle),
+        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+        (cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA if oob_nan
+         else cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        context=context)
+    return ctypes.string_at(tensor_map.getPtr(), 128)

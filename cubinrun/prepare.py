@@ -1,0 +1,48 @@
+"""Get everything ready that needs no GPU: the binary read (or compiled) and
+checked against the spec, the plan made, the launcher built. `launch
+--dry-run` stops here; a real launch goes on with the device it was given."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+
+from .binary import Binary, load_binary
+from .plan import Plan, make_plan
+from .spec import Spec
+from .validate import validate
+
+
+@dataclass(frozen=True)
+class Prepared:
+    plan: Plan
+    binary: Binary
+    launcher: ModuleType
+
+    @property
+    def cubin(self) -> bytes:
+        return self.binary.cubin
+
+    @property
+    def kernel_name(self) -> str:
+        return self.binary.kernel.name
+
+    def to_json(self) -> dict:
+        kernel = self.binary.kernel
+        return {**self.plan.to_json(), "kernel": kernel.name,
+                "binary": {"origin": self.binary.origin, "arch": self.binary.info.arch,
+                           "param_bytes": kernel.param_bytes, "registers": kernel.registers,
+                           "shared_static": kernel.shared_static},
+                "launcher": self.launcher.__file__}
+
+
+def prepare(spec: Spec, device=None, arch: str | None = None) -> Prepared:
+    """`device` (a driver.Device) when one is open; else `arch` targets compiles."""
+    from .launcher import load_launcher
+    target = device.arch if device is not None else arch
+    binary = load_binary(spec, target)
+    plan = make_plan(spec)
+    validate(plan, binary.info, binary.kernel,
+             device.arch if device is not None else None,
+             device.name if device is not None else "this device")
+    launcher = load_launcher(plan.leaf_types, plan.num_scratch)
+    return Prepared(plan, binary, launcher)

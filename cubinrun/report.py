@@ -1,0 +1,140 @@
+"""Human output (rich tables) and machine output (one JSON document).
+
+Only the CLI calls these; rich is imported by the functions that draw.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .prepare import Prepared
+
+
+def print_json(document: dict) -> None:
+    """One JSON document on stdout; NaN and infinities become null (valid JSON)."""
+    json.dump(_finite(document), sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+    raise AssertionError
+
+
+def _dims(values) -> str:
+    return " x ".join(str(v) for v in values)
+
+
+def render_plan(prepared: "Prepared", console) -> None:
+    from rich.table import Table
+    plan = prepared.plan
+    spec, launch = plan.spec, plan.spec.launch
+    console.print(f"[bold]{spec.kernel.name or '(the only kernel)'}[/bold]  "
+                  f"{spec.kernel.kind} {spec.kernel.path}")
+    grid = _dims(spec.grid)
+    if launch.num_ctas > 1:
+        grid += f" programs ({_dims(spec.launched_grid)} CTAs)"
+    console.print(f"grid {grid}  block {_dims(spec.block)}  shared {launch.shared} B"
+                  + (f"  cluster {_dims(plan.cluster)}" if plan.cluster else "")
+                  + ("  cooperative" if launch.cooperative else "")
+                  + ("  pdl" if launch.pdl else ""))
+    if plan.ctas == 0:
+        console.print("[yellow]the grid is empty: the launch will do nothing[/yellow]")
+
+    params = Table(title="parameters", title_justify="left")
+    for column in ("#", "name", "type", "value"):
+        params.add_column(column, justify="right" if column == "#" else "left")
+    for i, slot in enumerate(plan.slots):
+        params.add_row(str(i), slot.leaf.path, slot.leaf.type, slot.describe())
+    for label, scratch in (("global_scratch", plan.global_scratch),
+                           ("profile_scratch", plan.profile_scratch))[:plan.num_scratch]:
+        params.add_row(str(len(params.rows)), label, "*u8",
+                       f"{human_bytes(scratch.nbytes)} ({scratch.size} B x {plan.ctas} CTAs)")
+    console.print(params)
+
+    if spec.buffers:
+        buffers = Table(title="buffers", title_justify="left")
+        for column in ("name", "dtype", "shape", "bytes", "init", "save"):
+            buffers.add_column(column, justify="right" if column == "bytes" else "left")
+        for b in spec.buffers.values():
+            buffers.add_row(b.name, b.dtype.name, _dims(b.shape), human_bytes(b.nbytes),
+                            b.init.describe(), str(b.save) if b.save else "")
+        console.print(buffers)
+    console.print(f"device memory {human_bytes(plan.device_bytes)}; "
+                  f"checks: {', '.join(c.output for c in spec.checks) or 'none'}; "
+                  f"launcher {prepared.launcher.__file__}")
+
+
+def render_props(devices: list[dict], console) -> None:
+    from rich.table import Table
+
+    from .props import table_rows
+    for info in devices:
+        table = Table(title=f"device {info['ordinal']}", title_justify="left", show_header=False)
+        table.add_column("property")
+        table.add_column("value")
+        for label, text in table_rows(info):
+            table.add_row(label, text)
+        console.print(table)
+
+
+def render_result(result, console) -> None:
+    """The launch report: what ran where, the check, the timing, the throughput."""
+    from rich.table import Table
+    spec, kernel, device = result.spec, result.kernel, result.device
+    console.print(f"[bold]{kernel['name']}[/bold] on {device['name']} ({device['arch']})")
+    geometry = (f"grid {_dims(spec.grid)}  block {_dims(spec.block)}  "
+                f"shared {spec.launch.shared} B")
+    if kernel.get("cluster"):
+        geometry += f"  cluster {_dims(kernel['cluster'])}"
+    console.print(geometry)
+    console.print(f"registers {kernel['registers']}  static shared {kernel['shared_static']} B  "
+                  f"local {kernel['local']} B  max threads {kernel['max_threads']}")
+    if not result.launched:
+        console.print("[yellow]the grid is empty: nothing was launched[/yellow]")
+
+    if result.checks:
+        checks = Table(title="check", title_justify="left")
+        for column in ("output", "result", "max abs err", "max rel err", "mismatches", "tolerance"):
+            checks.add_column(column)
+        for c in result.checks:
+            tolerance = "exact" if c.exact else f"rtol {c.rtol:g} atol {c.atol:g}"
+            checks.add_row(c.name, "[green]pass[/green]" if c.passed else "[red]FAIL[/red]",
+                           f"{c.max_abs_err:.3g}", f"{c.max_rel_err:.3g}",
+                           f"{c.mismatches} / {c.count}", tolerance)
+        console.print(checks)
+        for c in result.checks:
+            for index, got, expected in c.first_mismatches:
+                console.print(f"  {c.name}{list(index)}: got {got!r}, expected {expected!r}")
+
+    if result.timing is not None:
+        t = result.timing
+        console.print(f"time  median {t.median:.2f} us  min {t.min:.2f}  max {t.max:.2f}  "
+                      f"mean {t.mean:.2f}  std {t.std:.2f}  ({t.samples} samples, "
+                      f"L2 {result.l2})")
+        tp = result.throughput()
+        if tp["gbps"] is not None:
+            share = f" ({100 * tp['bandwidth_fraction']:.0f}% of {tp['peak_gbps']:,.0f} peak)" \
+                if tp["bandwidth_fraction"] else ""
+            console.print(f"bandwidth {tp['gbps']:,.1f} GB/s{share}")
+        if tp["tflops"] is not None:
+            share = f" ({100 * tp['fp32_fraction']:.0f}% of fp32 peak)" if tp["fp32_fraction"] else ""
+            console.print(f"compute {tp['tflops']:,.2f} TFLOP/s{share}")
+    for path in result.saved:
+        console.print(f"saved {path}")

@@ -1,0 +1,216 @@
+"""`cubinrun launch`: the whole path on a GPU.
+
+prepare (binary, plan, launcher) -> device -> kernel -> buffers -> launch
+once and synchronise -> check and save outputs -> time -> result.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import driver
+from .errors import EXIT_CHECK_FAILED, EXIT_OK
+from .spec import Spec
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    device: int | None = None
+    warmup_ms: float | None = None      # None: the spec's bench.warmup
+    rep_ms: float | None = None
+    l2: str | None = None
+    bench: bool = True
+    progress: bool = True
+
+
+@dataclass
+class RunResult:
+    spec: Spec
+    device: dict[str, Any]
+    kernel: dict[str, Any]
+    launched: bool
+    checks: list = field(default_factory=list)       # check.CheckResult
+    timing: Any = None                               # stats.Summary
+    l2: str | None = None
+    saved: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool | None:
+        from .check import summarize
+        return summarize(self.checks)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CHECK_FAILED if self.passed is False else EXIT_OK
+
+    def throughput(self) -> dict[str, float | None]:
+        bench = self.spec.bench
+        seconds = self.timing.median * 1e-6 if self.timing else None
+        gbps = bench.bytes / seconds / 1e9 if seconds and bench.bytes is not None else None
+        tflops = bench.flops / seconds / 1e12 if seconds and bench.flops is not None else None
+        peak_bw, peak_fp32 = self.device.get("peak_bandwidth_gbps"), self.device.get("peak_fp32_tflops")
+        return {
+            "gbps": gbps,
+            "tflops": tflops,
+            "peak_gbps": peak_bw,
+            "bandwidth_fraction": gbps / peak_bw if gbps and peak_bw else None,
+            "peak_fp32_tflops": peak_fp32,
+            "fp32_fraction": tflops / peak_fp32 if tflops and peak_fp32 else None,
+        }
+
+    def to_json(self) -> dict:
+        spec = self.spec
+        timing = None
+        if self.timing is not None:
+            timing = {**self.timing.to_json(), "l2": self.l2}
+        return {
+            "kernel": self.kernel["name"],
+            "kernel_file": str(spec.kernel.path),
+            "device": self.device,
+            "grid": list(spec.grid),
+            "launched_grid": list(spec.launched_grid),
+            "block": list(spec.block),
+            "shared": spec.launch.shared,
+            "cluster": self.kernel.get("cluster"),
+            "resources": {k: v for k, v in self.kernel.items() if k not in ("name", "cluster")},
+            "launched": self.launched,
+            "timing": timing,
+            "throughput": self.throughput(),
+            "check": {
+                "passed": self.passed,
+                "outputs": {c.name: c.to_json() for c in self.checks},
+            },
+            "saved": self.saved,
+        }
+
+
+@dataclass
+class Ready:
+    """A kernel loaded, its buffers filled and its launch bound: `launch(stream)`
+    queues one launch. `close()` frees the device memory."""
+    prepared: Any
+    kernel: Any                 # kernel.LoadedKernel
+    memory: Any                 # buffers.DeviceMemory
+    launch: Callable[[int], None]
+
+    def close(self) -> None:
+        self.memory.free()
+
+
+def make_ready(spec: Spec, device: driver.Device, arch: str | None = None) -> Ready:
+    from . import buffers
+    from .arguments import launcher_values
+    from .kernel import load_kernel
+    from .prepare import prepare
+    prepared = prepare(spec, device, arch)
+    plan, launcher = prepared.plan, prepared.launcher
+    kernel = load_kernel(prepared.cubin, prepared.kernel_name, device, plan)
+    memory = buffers.allocate(plan)
+    try:
+        values = launcher_values(plan.slots, memory)
+        launch = spec.launch
+        config = launcher.Config(
+            kernel.handle, block=spec.block, shared=launch.shared, num_ctas=launch.num_ctas,
+            cluster=launch.cluster, cooperative=launch.cooperative, pdl=launch.pdl,
+            global_scratch=memory.global_scratch, profile_scratch=memory.profile_scratch)
+    except BaseException:
+        memory.free()
+        raise
+    gx, gy, gz = spec.grid
+    launch_fn = launcher.launch
+
+    def launch_once(stream: int) -> None:
+        launch_fn(config, gx, gy, gz, stream, *values)
+    return Ready(prepared, kernel, memory, launch_once)
+
+
+def run_spec(spec: Spec, options: RunOptions) -> RunResult:
+    device = driver.open_device(options.device or 0)
+    ready = make_ready(spec, device)
+    try:
+        return _Run(spec, ready, device, options).execute()
+    finally:
+        ready.close()
+
+
+class _Run:
+    def __init__(self, spec: Spec, ready: Ready, device: driver.Device, options: RunOptions):
+        self.spec, self.ready, self.device, self.options = spec, ready, device, options
+        self.plan = ready.prepared.plan
+        self.launcher = ready.prepared.launcher
+        self.kernel_name = ready.kernel.name
+
+    def execute(self) -> RunResult:
+        from .props import peak_bandwidth_gbps, peak_fp32_tflops
+        spec, plan, device, kernel = self.spec, self.plan, self.device, self.ready.kernel
+        attr = lambda name: driver.device_attribute(device.handle, name)  # noqa: E731
+        device_info = {
+            "name": device.name, "ordinal": device.ordinal, "arch": device.arch,
+            "peak_bandwidth_gbps": peak_bandwidth_gbps(attr("MEMORY_CLOCK_RATE"),
+                                                       attr("GLOBAL_MEMORY_BUS_WIDTH")),
+            "peak_fp32_tflops": peak_fp32_tflops(device.capability, attr("MULTIPROCESSOR_COUNT"),
+                                                 attr("CLOCK_RATE")),
+        }
+        kernel_info = {"name": kernel.name, "cluster": list(plan.cluster) if plan.cluster else None,
+                       **kernel.attributes}
+        result = RunResult(spec, device_info, kernel_info, launched=plan.ctas > 0)
+        stream = driver.create_stream()
+        if plan.ctas > 0:
+            self.guarded(self.ready.launch, stream)
+            driver.stream_synchronize(stream, context=f"after kernel {kernel.name!r}")
+        self.check_and_save(self.ready.memory, result)
+        if self.options.bench and plan.ctas > 0:
+            result.l2 = self.options.l2 or spec.bench.l2
+            result.timing = self.time(self.ready.launch, stream, result.l2)
+        return result
+
+    def guarded(self, fn, *args):
+        """Run `fn`, turning the launcher's CUresult into a CudaError naming the kernel."""
+        try:
+            return fn(*args)
+        except self.launcher.CudaCallError as exc:
+            call_name, code = exc.args
+            raise driver.cuda_error(call_name, code, f"kernel {self.kernel_name!r}") from None
+
+    def check_and_save(self, memory, result: RunResult) -> None:
+        from .check import run_check
+        from .hostdata import save_array
+        spec = self.spec
+        env = spec.expression_env()
+        inputs = {name: b.host for name, b in memory.buffers.items()}
+        input_types = {name: b.spec.dtype for name, b in memory.buffers.items()}
+        wanted = {c.output for c in spec.checks} | {b.name for b in spec.buffers.values() if b.save}
+        outputs = {name: memory.buffers[name].download() for name in wanted}
+        for check in spec.checks:
+            dtype = spec.buffers[check.output].dtype
+            result.checks.append(run_check(check, outputs[check.output], dtype, inputs, env,
+                                           input_types))
+        for buffer in spec.buffers.values():
+            if buffer.save:
+                save_array(outputs[buffer.name], buffer.save, buffer.dtype)
+                result.saved.append(str(buffer.save))
+
+    def time(self, launch, stream: int, l2: str):
+        from .stats import Summary
+        from .timing import TimingKernels, TimingOptions, time_kernel
+        bench = self.spec.bench
+        options = TimingOptions(
+            warmup_ms=self.options.warmup_ms if self.options.warmup_ms is not None else bench.warmup_ms,
+            rep_ms=self.options.rep_ms if self.options.rep_ms is not None else bench.rep_ms,
+            l2=l2)
+        kernels = TimingKernels(self.device)
+        try:
+            samples = self.guarded(time_kernel, launch, stream, kernels, options,
+                                   _progress if self.options.progress else None)
+        finally:
+            kernels.close()
+        return Summary.from_samples(samples)
+
+
+def _progress(done: int, total: int) -> None:
+    if sys.stderr.isatty() and total >= 4 * 64:
+        sys.stderr.write(f"\rtiming: {done}/{total} samples")
+        if done == total:
+            sys.stderr.write("\r" + " " * 40 + "\r")
+        sys.stderr.flush()

@@ -1,0 +1,94 @@
+"""Check a plan against what the binary holds, before anything is launched.
+
+A launcher whose parameters disagree with the kernel's corrupts memory
+silently, so every mismatch the cubin can reveal is refused here with one
+line naming the parameter or field: the parameter count and each size (the
+trailing scratch pointers included), the arch against the device, the block
+against the kernel's bounds and the cluster against a compiled-in one.
+"""
+from __future__ import annotations
+
+from .cubin import CubinInfo, KernelInfo
+from .errors import SpecError
+from .plan import Plan
+from .signature import leaf_size
+
+SCRATCH_NAMES = ("global_scratch", "profile_scratch")
+
+
+def expected_params(plan: Plan) -> list[tuple[str, str, int]]:
+    """(name, type, size) of every parameter the launcher will pass."""
+    params = [(s.leaf.path, s.leaf.type, leaf_size(s.leaf.type)) for s in plan.slots]
+    params += [(name, "*u8", 8) for name in SCRATCH_NAMES[:plan.num_scratch]]
+    return params
+
+
+def check_params(plan: Plan, kernel: KernelInfo) -> None:
+    expected = expected_params(plan)
+    actual = kernel.params
+    if len(expected) != len(actual):
+        extra = len(actual) - len(expected)
+        hint = ""
+        if 0 < extra <= 2 and all(p.size == 8 for p in actual[len(expected):]):
+            hint = (f"; if they are Triton's scratch pointers, set launch.scratch_params: "
+                    f"{plan.num_scratch + extra}")
+        scratch = f" (with {plan.num_scratch} scratch pointers)" if plan.num_scratch else ""
+        raise SpecError(f"the signature expands to {len(expected)} parameters{scratch} but "
+                        f"{kernel.name} takes {len(actual)}{hint}", field="signature")
+    for index, ((name, type_, size), param) in enumerate(zip(expected, actual)):
+        if size != param.size:
+            field = name if name in SCRATCH_NAMES else f"signature.{name}"
+            raise SpecError(f"{type_} is {size} bytes but parameter {index} of {kernel.name} "
+                            f"is {param.size} bytes", field=field)
+
+
+def arch_runs_on(cubin_sm: int, variant: str, device_sm: int) -> bool:
+    """SASS runs on the same major version at an equal or newer minor; an
+    arch-specific ("a") cubin only on its exact arch."""
+    if variant == "a":
+        return cubin_sm == device_sm
+    return cubin_sm // 10 == device_sm // 10 and cubin_sm <= device_sm
+
+
+def check_arch(info: CubinInfo, device_arch: str, device_name: str, field: str) -> None:
+    device_sm = int(device_arch.removeprefix("sm_"))
+    if not arch_runs_on(info.sm, info.variant, device_sm):
+        raise SpecError(f"the cubin is for {info.arch}, which cannot run on {device_name} "
+                        f"({device_arch})", field=field)
+
+
+def check_block(plan: Plan, kernel: KernelInfo) -> None:
+    block = plan.spec.block
+    if kernel.required_block and tuple(kernel.required_block) != tuple(block):
+        raise SpecError(f"{kernel.name} requires block {list(kernel.required_block)}, "
+                        f"not {list(block)}", field="block")
+    if kernel.max_threads:
+        limit = kernel.max_threads[0] * kernel.max_threads[1] * kernel.max_threads[2]
+        threads = block[0] * block[1] * block[2]
+        if threads > limit:
+            raise SpecError(f"{threads} threads per block exceed {kernel.name}'s "
+                            f"__launch_bounds__ of {limit}", field="block")
+
+
+def check_cluster(plan: Plan, kernel: KernelInfo) -> None:
+    compiled = tuple(kernel.cluster) if kernel.cluster else None
+    if compiled is None or compiled == (1, 1, 1):
+        return
+    asked = plan.cluster
+    if asked is not None and tuple(asked) != compiled:
+        field = "launch.cluster" if plan.spec.launch.cluster else "launch.num_ctas"
+        raise SpecError(f"{kernel.name} is compiled for clusters of {list(compiled)}; "
+                        f"a launch with {list(asked)} fails", field=field)
+    for axis, (g, c) in enumerate(zip(plan.spec.launched_grid, compiled)):
+        if g % c:
+            raise SpecError(f"{g} is not a multiple of {kernel.name}'s compiled cluster "
+                            f"size {c} in {'xyz'[axis]}", field=f"grid[{axis}]")
+
+
+def validate(plan: Plan, info: CubinInfo, kernel: KernelInfo,
+             device_arch: str | None = None, device_name: str = "this device") -> None:
+    check_params(plan, kernel)
+    if device_arch:
+        check_arch(info, device_arch, device_name, f"kernel.{plan.spec.kernel.kind}")
+    check_block(plan, kernel)
+    check_cluster(plan, kernel)

@@ -1,0 +1,202 @@
+"""The whole `cubinrun launch` path on the CPU: every Python driver call goes
+through `driver.call`, so one table fakes them (device memory is host memory);
+the launcher's cuLaunchKernelEx is the fake libcuda, which records launches.
+No kernel runs, so an output keeps its input: checks that expect that pass,
+others fail with exit code 1, and everything around the GPU is exercised."""
+from __future__ import annotations
+
+import ctypes
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+from fakecuda import fake_driver_env
+
+from cubinrun import driver
+from cubinrun.cli import main
+from cubinrun.errors import CudaError
+
+REPO = Path(__file__).resolve().parent.parent
+CONFIGS = REPO / "configs"
+SUCCESS = 0
+
+
+class FakeDevice:
+    """Answers cuda.bindings driver calls by name, like an H200 would."""
+
+    ATTRIBUTES = {"COMPUTE_CAPABILITY_MAJOR": 9, "COMPUTE_CAPABILITY_MINOR": 0,
+                  "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 232448, "MULTIPROCESSOR_COUNT": 132,
+                  "L2_CACHE_SIZE": 1 << 20, "CLOCK_RATE": 1980000,
+                  "MEMORY_CLOCK_RATE": 3201000, "GLOBAL_MEMORY_BUS_WIDTH": 6144}
+
+    def __init__(self):
+        self.memory: dict[int, ctypes.Array] = {}
+        self.calls: list[str] = []
+        self.events = itertools.count(1)
+        self.function_attributes: dict[str, int] = {}
+
+    def __call__(self, name: str, *args, context: str = ""):
+        self.calls.append(name)
+        return getattr(self, name)(*args)
+
+    def cuInit(self, flags): return None
+    def cuDeviceGetCount(self): return 1
+    def cuDeviceGet(self, ordinal): return ordinal
+    def cuDeviceGetName(self, length, handle): return b"Fake H200\0\0"
+    def cuDevicePrimaryCtxRetain(self, handle): return 1
+    def cuCtxSetCurrent(self, context): return None
+
+    def cuDeviceGetAttribute(self, attribute, handle):
+        return self.ATTRIBUTES.get(attribute.name.removeprefix("CU_DEVICE_ATTRIBUTE_"), 1)
+
+    def cuModuleLoadData(self, image): return 7
+    def cuModuleGetFunction(self, module, name): return 0xF00D
+
+    def cuFuncGetAttribute(self, attribute, function):
+        key = attribute.name.removeprefix("CU_FUNC_ATTRIBUTE_")
+        return {"MAX_THREADS_PER_BLOCK": 1024, "NUM_REGS": 24}.get(key, 0)
+
+    def cuFuncSetAttribute(self, function, attribute, value):
+        self.function_attributes[attribute.name.removeprefix("CU_FUNC_ATTRIBUTE_")] = value
+
+    def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, function, threads, shared):
+        return 2
+
+    def cuMemAlloc(self, nbytes):
+        buffer = (ctypes.c_char * (nbytes + 256))()
+        address = -(-ctypes.addressof(buffer) // 256) * 256     # cuMemAlloc's alignment
+        self.memory[address] = buffer
+        return address
+
+    def cuMemFree(self, pointer): del self.memory[pointer]
+    def cuMemcpyHtoD(self, dst, src, n): ctypes.memmove(dst, src, n)
+    def cuMemcpyDtoH(self, dst, src, n): ctypes.memmove(dst, src, n)
+    def cuMemsetD8Async(self, dst, byte, n, stream): ctypes.memset(dst, byte, n)
+    def cuStreamCreate(self, flags): return 0x5
+    def cuStreamSynchronize(self, stream): return None
+    def cuEventCreate(self, flags): return next(self.events)
+    def cuEventRecord(self, event, stream): return None
+    def cuEventElapsedTime(self, start, end): return 0.004      # 4 us
+    def cuEventDestroy(self, event): return None
+
+
+VECTOR_ADD_PARAMS = [8, 8, 8, 4]         # the fake records this many bytes per parameter
+
+
+@pytest.fixture(scope="module")
+def fake_libcuda(tmp_path_factory):
+    with fake_driver_env(tmp_path_factory.mktemp("fakecuda")) as fake:
+        yield fake
+
+
+@pytest.fixture
+def device(monkeypatch, fake_libcuda):
+    fake = FakeDevice()
+    monkeypatch.setattr(driver, "call", fake)
+    fake_libcuda.reset()
+    fake_libcuda.set_param_sizes(VECTOR_ADD_PARAMS)
+    return fake
+
+
+def run_cli(capsys, *args) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as done:
+        main([*map(str, args)])
+    out, err = capsys.readouterr()
+    return done.value.code, out, err
+
+
+def test_launch_json_report_and_failed_check_exit_1(device, fake_libcuda, capsys):
+    code, out, err = run_cli(capsys, "launch", "--json", CONFIGS / "vector_add.yaml",
+                             "--set", "N=4096", "--rep", "1", "--warmup", "1")
+    report = json.loads(out)
+    assert code == 1 and err == ""                      # out stays zero: x + y fails
+    assert report["kernel"] == "add_kernel" and report["device"]["name"] == "Fake H200"
+    assert report["grid"] == [4, 1, 1] and report["block"] == [128, 1, 1]
+    check = report["check"]["outputs"]["out"]
+    assert report["check"]["passed"] is False and check["mismatches"] == 4096
+    assert report["timing"]["median_us"] == pytest.approx(4.0)
+    assert report["timing"]["samples"] >= 10 and report["timing"]["l2"] == "cold"
+    assert report["throughput"]["gbps"] == pytest.approx(12 * 4096 / 4e-6 / 1e9)
+    assert report["throughput"]["tflops"] is None
+    first = fake_libcuda.launches()[0]
+    assert first.grid == (4, 1, 1) and first.block == (128, 1, 1) and first.stream == 0x5
+    assert int.from_bytes(first.params[3][:4], "little") == 4096
+    assert not device.memory                            # every allocation was freed
+
+
+def test_the_human_report(device, capsys):
+    code, out, _ = run_cli(capsys, "launch", CONFIGS / "vector_add.yaml", "--set", "N=1024",
+                           "--no-bench")
+    assert code == 1
+    assert "add_kernel on Fake H200 (sm_90)" in out and "FAIL" in out
+    assert "out[0]: got 0.0, expected" in out
+
+
+def test_a_check_the_untouched_output_meets_passes(device, tmp_path, capsys):
+    spec = (CONFIGS / "vector_add.yaml").read_text().replace("expect: x + y", "expect: 0 * x")
+    path = tmp_path / "va.yaml"
+    path.write_text(spec.replace("../kernels", str(REPO / "kernels")))
+    code, out, _ = run_cli(capsys, "launch", "--json", path, "--set", "N=256", "--no-bench")
+    assert code == 0 and json.loads(out)["check"]["passed"] is True
+
+
+def test_big_shared_memory_is_opted_in(device, fake_libcuda, capsys):
+    fake_libcuda.set_param_sizes([8, 8, 4, 4])
+    code, _, _ = run_cli(capsys, "launch", "--json", CONFIGS / "smem_big.yaml", "--no-bench")
+    assert device.function_attributes["MAX_DYNAMIC_SHARED_SIZE_BYTES"] == 204800
+    assert code in (0, 1)
+
+
+def test_shared_memory_over_the_limit_names_the_field(device, capsys):
+    code, _, err = run_cli(capsys, "launch", CONFIGS / "smem_big.yaml", "--set", "CHUNK=60000")
+    assert code == 2
+    assert err.strip().splitlines()[-1].startswith("error: launch.shared: 240000 bytes")
+
+
+def test_scratch_is_allocated_per_cta_and_passed_last(device, fake_libcuda, capsys):
+    fake_libcuda.set_param_sizes([8, 8, 4, 8, 8])
+    code, out, _ = run_cli(capsys, "launch", "--json", CONFIGS / "scratch.yaml", "--no-bench")
+    launch = fake_libcuda.launches()[0]
+    global_scratch, profile_scratch = (int.from_bytes(p, "little") for p in launch.params[3:5])
+    assert global_scratch % 128 == 0 and profile_scratch % 8 == 0
+    assert global_scratch != 0 and profile_scratch != 0
+
+
+def test_empty_grid_launches_nothing(device, fake_libcuda, capsys):
+    code, out, _ = run_cli(capsys, "launch", "--json", CONFIGS / "vector_add.yaml",
+                           "--set", "N=0")
+    report = json.loads(out)
+    assert report["launched"] is False and report["timing"] is None
+    assert fake_libcuda.launch_count == 0 and code == 0
+
+
+def test_a_launch_error_names_the_kernel_and_the_result(device, fake_libcuda, capsys):
+    fake_libcuda.fail_launch(719)                       # CUDA_ERROR_LAUNCH_FAILED
+    code, _, err = run_cli(capsys, "launch", CONFIGS / "vector_add.yaml", "--no-bench")
+    assert code == 4
+    assert err.strip() == ("error: cuLaunchKernelEx failed (kernel 'add_kernel'): "
+                           "CUDA_ERROR_LAUNCH_FAILED")
+
+
+def test_props_table_from_the_fake_device(device, capsys):
+    device.cuDeviceTotalMem = lambda handle: 143 << 30
+    device.cuDeviceGetPCIBusId = lambda length, handle: b"0000:19:00.0\0"
+    device.cuDriverGetVersion = lambda: 13000
+    code, out, _ = run_cli(capsys, "props", "--json")
+    info = json.loads(out)["devices"][0]
+    assert code == 0 and info["name"] == "Fake H200" and info["arch"] == "sm_90"
+    assert info["peak_bandwidth_gbps"] == pytest.approx(2 * 3.201e9 * 6144 / 8 / 1e9)
+    assert info["cuda_driver_version"] == "13.0"
+    code, out, _ = run_cli(capsys, "props")
+    assert "peak memory bandwidth" in out and "4,917 GB/s" in out
+
+
+def test_without_a_driver_launch_and_props_end_with_exit_4(capsys, monkeypatch):
+    def no_driver(name, *args, context=""):
+        raise CudaError(f"no NVIDIA driver found: {name} could not load libcuda.so.1", call=name)
+    monkeypatch.setattr(driver, "call", no_driver)
+    for args in (["launch", CONFIGS / "vector_add.yaml"], ["props"]):
+        code, out, err = run_cli(capsys, *args)
+        assert code == 4 and out == ""
+        assert err.count("\n") == 1 and err.startswith("error: no NVIDIA driver found")
