@@ -57,7 +57,7 @@ class DeviceMemory:
 
     def free(self) -> None:
         while self._allocations:
-            driver.free(self._allocations.pop())
+            driver.free_quietly(self._allocations.pop())
 
 
 def allocate(plan: Plan) -> DeviceMemory:

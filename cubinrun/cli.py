@@ -49,6 +49,14 @@ device_option = click.option("--device", type=int, default=None, metavar="N",
               "dry run without a GPU, e.g. sm_90.")
 def launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_bench, arch):
     """Build the launcher, load the kernel, make the args, launch, check, time."""
+    from .errors import SpecError
+    try:
+        _launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_bench, arch)
+    except SpecError as error:          # found past loading (the binary, the device): locate it
+        raise error.located(file=spec_path) from None
+
+
+def _launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_bench, arch):
     from .spec import load_spec, parse_overrides
     spec = load_spec(spec_path, parse_overrides(overrides))
     if dry_run:

@@ -184,6 +184,15 @@ def free(pointer: int) -> None:
     call("cuMemFree", pointer)
 
 
+def free_quietly(pointer: int) -> None:
+    """Free during cleanup: after a kernel fault the context refuses every call,
+    and that second error must not hide the first."""
+    try:
+        free(pointer)
+    except CudaError:
+        pass
+
+
 def copy_to_device(pointer: int, array) -> None:
     if array.nbytes:
         call("cuMemcpyHtoD", pointer, array.ctypes.data, array.nbytes)

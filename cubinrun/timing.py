@@ -28,6 +28,8 @@ MAX_SAMPLES = 10_000
 BATCH = 64                       # samples queued behind one spin
 ESTIMATE_LAUNCHES = 5
 MIN_SPIN_NS = 200_000
+FIRST_SPIN_NS = 2_000_000
+MAX_SPIN_NS = 10_000_000
 FLUSH_THREADS = 256
 
 
@@ -70,8 +72,8 @@ class TimingKernels:
         self.spin_launcher.launch(self.spin_config, 1, 1, 1, stream, nanoseconds)
 
     def close(self) -> None:
-        driver.free(self.flush_buffer)
-        driver.free(self.sink)
+        driver.free_quietly(self.flush_buffer)
+        driver.free_quietly(self.sink)
 
 
 def sample_count(budget_ms: float, estimate_ms: float) -> int:
@@ -107,7 +109,7 @@ def time_kernel(launch: Callable[[int], None], stream: int, kernels: TimingKerne
         launch(stream)
     count = sample_count(options.rep_ms, estimate)
     pairs = [(driver.create_event(), driver.create_event()) for _ in range(count)]
-    spin_ns = MIN_SPIN_NS
+    spin_ns = FIRST_SPIN_NS
     for first in range(0, count, BATCH):
         batch = pairs[first:first + BATCH]
         kernels.spin(stream, spin_ns)
@@ -118,8 +120,11 @@ def time_kernel(launch: Callable[[int], None], stream: int, kernels: TimingKerne
             driver.record_event(start, stream)
             launch(stream)
             driver.record_event(end, stream)
-        # the next spin must outlast queueing the next batch, with room to spare
-        spin_ns = max(MIN_SPIN_NS, 2 * (time.perf_counter_ns() - queued_at))
+        if first == 0:
+            # Size later spins from the first batch, queued behind a generous spin
+            # into an empty queue. Measured once: a later batch may wait for room
+            # in a full launch queue, and feeding that back would grow the spin.
+            spin_ns = min(MAX_SPIN_NS, max(MIN_SPIN_NS, 2 * (time.perf_counter_ns() - queued_at)))
         if progress:
             progress(first + len(batch), count)
     driver.stream_synchronize(stream, context="timed launches")

@@ -151,7 +151,7 @@ def test_big_shared_memory_is_opted_in(device, fake_libcuda, capsys):
 def test_shared_memory_over_the_limit_names_the_field(device, capsys):
     code, _, err = run_cli(capsys, "launch", CONFIGS / "smem_big.yaml", "--set", "CHUNK=60000")
     assert code == 2
-    assert err.strip().splitlines()[-1].startswith("error: launch.shared: 240000 bytes")
+    assert f"smem_big.yaml: launch.shared: 240000 bytes" in err.strip().splitlines()[-1]
 
 
 def test_scratch_is_allocated_per_cta_and_passed_last(device, fake_libcuda, capsys):
@@ -175,8 +175,9 @@ def test_a_launch_error_names_the_kernel_and_the_result(device, fake_libcuda, ca
     fake_libcuda.fail_launch(719)                       # CUDA_ERROR_LAUNCH_FAILED
     code, _, err = run_cli(capsys, "launch", CONFIGS / "vector_add.yaml", "--no-bench")
     assert code == 4
-    assert err.strip() == ("error: cuLaunchKernelEx failed (kernel 'add_kernel'): "
-                           "CUDA_ERROR_LAUNCH_FAILED")
+    # the description after the name comes from the driver, absent on this machine
+    assert err.strip().startswith("error: cuLaunchKernelEx failed (kernel 'add_kernel'): "
+                                  "CUDA_ERROR_LAUNCH_FAILED")
 
 
 def test_props_table_from_the_fake_device(device, capsys):
