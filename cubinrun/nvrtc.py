@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from .cache import cache_root
 from .errors import BuildError, UsageError
 
 # --- architectures -------------------------------------------------------
@@ -250,14 +251,6 @@ def _jitlink_log(get_size, get_log, handle) -> str:
 
 
 # --- the cache -----------------------------------------------------------
-
-
-def cache_root() -> Path:
-    """$CUBINRUN_CACHE_DIR, else $XDG_CACHE_HOME/cubinrun, else ~/.cache/cubinrun."""
-    if explicit := os.environ.get("CUBINRUN_CACHE_DIR"):
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "cubinrun"
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import struct
 import pytest
 
 from cubinrun import nvrtc as nv
+from cubinrun.cache import cache_root
 from cubinrun.errors import BuildError, UsageError
 
 ADD_ONE = 'extern "C" __global__ void add_one(float* x) { x[threadIdx.x] += 1.0f; }\n'
@@ -159,12 +160,12 @@ def test_missing_nvrtc_says_what_to_install(monkeypatch):
 def test_cache_root_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("CUBINRUN_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert nv.cache_root() == tmp_path / "xdg" / "cubinrun"
+    assert cache_root() == tmp_path / "xdg" / "cubinrun"
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert nv.cache_root() == tmp_path / "home" / ".cache" / "cubinrun"
+    assert cache_root() == tmp_path / "home" / ".cache" / "cubinrun"
     monkeypatch.setenv("CUBINRUN_CACHE_DIR", str(tmp_path / "mine"))
-    assert nv.cache_root() == tmp_path / "mine"
+    assert cache_root() == tmp_path / "mine"
 
 
 def test_cached_compile_hits_the_second_time(cache_dir):

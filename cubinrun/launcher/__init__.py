@@ -4,8 +4,8 @@
 `launch`, `launch_n`, `CudaCallError`, `DriverLoadError`, `SIGNATURE`,
 `NUM_SCRATCH` and `ABI` (see template.c for the calling convention).
 """
-from .build import build_launcher, cache_dir, load_launcher
+from .build import build_launcher, load_launcher
 from .codegen import LAUNCHER_ABI, generate_source, module_name_for
 
-__all__ = ["LAUNCHER_ABI", "build_launcher", "cache_dir", "generate_source", "load_launcher",
+__all__ = ["LAUNCHER_ABI", "build_launcher", "generate_source", "load_launcher",
            "module_name_for"]

@@ -22,6 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Sequence
 
+from ..cache import cache_root
 from ..errors import BuildError
 from .codegen import generate_source, module_name_for
 
@@ -30,14 +31,6 @@ LIBS = ("-ldl",)  # the driver is opened with dlopen: no -lcuda
 
 _loaded: dict[Path, ModuleType] = {}
 _by_signature: dict[tuple[tuple[str, ...], int], ModuleType] = {}
-
-
-def cache_dir() -> Path:
-    """$CUBINRUN_CACHE_DIR, else $XDG_CACHE_HOME/cubinrun, else ~/.cache/cubinrun."""
-    if explicit := os.environ.get("CUBINRUN_CACHE_DIR"):
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "cubinrun"
 
 
 def find_compiler() -> list[str]:
@@ -94,7 +87,7 @@ def build_launcher(source: str, module_name: str) -> ModuleType:
     """Compile (or reuse) and import the launcher; BuildError if that fails."""
     compiler = find_compiler()
     key = cache_key(source, compiler)
-    path = cache_dir() / "launchers" / f"{module_name}.{key[:24]}{_ext_suffix()}"
+    path = cache_root() / "launchers" / f"{module_name}.{key[:24]}{_ext_suffix()}"
     module = _loaded.get(path) or _import_cached(module_name, path)
     if module is None:
         _compile(source, module_name, compiler, path)
