@@ -180,6 +180,28 @@ def compile_command(source, arch, output, defines, include_dirs, options, name_e
     sys.stderr.write(f"wrote {out} ({len(compiled.cubin)} bytes, {arch})\n")
 
 
+@cli.command()
+@click.argument("path", metavar="FILE.cubin", type=click.Path(dir_okay=False))
+@click.option("--kernel", "kernel_name", metavar="NAME", help="Which kernel (default: the only one).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the spec to a file.")
+def init(path, kernel_name, output):
+    """Write a starter spec from what a cubin says (types need a human: see the TODOs)."""
+    from pathlib import Path
+
+    from .cubin import load_cubin
+    from .starter import starter_spec
+    cubin = _existing(path)
+    info = load_cubin(cubin)
+    target = Path(output) if output else None
+    text = starter_spec(info, info.kernel(kernel_name), cubin,
+                        target.parent if target else Path.cwd())
+    if target:
+        target.write_text(text)
+        sys.stderr.write(f"wrote {target}\n")
+    else:
+        sys.stdout.write(text)
+
+
 def _existing(path: str):
     from pathlib import Path
 
