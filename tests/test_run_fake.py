@@ -151,7 +151,7 @@ def test_big_shared_memory_is_opted_in(device, fake_libcuda, capsys):
 def test_shared_memory_over_the_limit_names_the_field(device, capsys):
     code, _, err = run_cli(capsys, "launch", CONFIGS / "smem_big.yaml", "--set", "CHUNK=60000")
     assert code == 2
-    assert f"smem_big.yaml: launch.shared: 240000 bytes" in err.strip().splitlines()[-1]
+    assert "smem_big.yaml: launch.shared: 240000 bytes" in err.strip().splitlines()[-1]
 
 
 def test_scratch_is_allocated_per_cta_and_passed_last(device, fake_libcuda, capsys):

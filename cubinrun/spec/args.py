@@ -13,7 +13,7 @@ from .. import signature as sig
 from ..dtypes import ELEMENT_TYPES
 from ..errors import SpecError
 from ..yamlload import LocatedDict
-from .model import (INIT_KINDS, Arg, BufferArg, BufferRef, ConstArg, DescArg, Init,
+from .model import (Arg, BufferArg, BufferRef, ConstArg, DescArg, Init,
                     ScalarArg, TupleArg)
 from .scalars import check_scalar_value
 
