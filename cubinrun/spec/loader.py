@@ -168,8 +168,8 @@ class _SpecBuilder:
         if name is not None and (not isinstance(name, str) or not name):
             raise self.error(f"must be a symbol name, got {name!r}", "kernel.name", node, "name")
         options = node.get("options", [])
-        if "options" in node and kind not in ("source", "ptx"):
-            raise self.error("only `source:` and `ptx:` kernels take options",
+        if "options" in node and kind != "source":
+            raise self.error("only `source:` kernels take (NVRTC) options",
                              "kernel.options", node, "options")
         if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
             raise self.error("must be a list of strings", "kernel.options", node, "options")
