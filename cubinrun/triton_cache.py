@@ -226,48 +226,48 @@ def _unescape(mlir_string: str) -> str:
     return re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), mlir_string)
 
 
-def _balanced(text: str, open_at: int, file: str) -> str:
-    """The text inside the parenthesis at `open_at`, skipping quoted strings."""
-    depth, i, in_string = 0, open_at, False
+def _outside_strings(text: str, start: int = 0):
+    """(index, char) of every character of `text` from `start` that is not
+    inside a double-quoted string (the quotes themselves included)."""
+    i, in_string = start, False
     while i < len(text):
         ch = text[i]
         if in_string:
             if ch == "\\":
-                i += 1
+                i += 1                      # skip the escaped character
             elif ch == '"':
                 in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == "(":
+        else:
+            if ch == '"':
+                in_string = True
+            yield i, ch
+        i += 1
+
+
+def _balanced(text: str, open_at: int, file: str) -> str:
+    """The text inside the parenthesis at `open_at`, skipping quoted strings."""
+    depth = 0
+    for i, ch in _outside_strings(text, open_at):
+        if ch == "(":
             depth += 1
         elif ch == ")":
             depth -= 1
             if depth == 0:
                 return text[open_at + 1:i]
-        i += 1
     raise SpecError("the kernel's argument list never closes", file=file)
 
 
 def _split_top(body: str) -> list[str]:
     """Split the argument list on commas outside brackets and strings."""
-    parts, depth, start, in_string, i = [], 0, 0, False, 0
-    while i < len(body):
-        ch = body[i]
-        if in_string:
-            if ch == "\\":
-                i += 1
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "(<{[":
+    parts, depth, start = [], 0, 0
+    for i, ch in _outside_strings(body):
+        if ch in "(<{[":
             depth += 1
         elif ch in ")>}]":
             depth -= 1
         elif ch == "," and depth == 0:
             parts.append(body[start:i].strip())
             start = i + 1
-        i += 1
     last = body[start:].strip()
     return parts + [last] if last else parts
 
