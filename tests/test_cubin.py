@@ -412,7 +412,7 @@ def test_triton_cubin():
 def test_render_inspect(infos):
     from rich.console import Console
     from cubinrun.inspect_view import render_inspect
-    console = Console(record=True, width=120, color_system=None)
+    console = Console(record=True, width=1000, color_system=None)   # wide: the header starts with the checkout's path
     render_inspect(infos["resources.sm_90.cubin"], console)
     text = console.export_text()
     assert "sm_90  ELF ABI 8  flags 0x6005a04  ptxas 13.0.88  8 kernels" in text
