@@ -45,18 +45,24 @@ device_option = click.option("--device", type=int, default=None, metavar="N",
 @click.option("--l2", type=click.Choice(["cold", "hot"]), default=None,
               help="Flush L2 before each sample (cold, default) or not (hot).")
 @click.option("--no-bench", is_flag=True, help="Launch and check once; do not time.")
+@click.option("--raw-events", is_flag=True,
+              help="Report event-pair times as measured, without subtracting the event "
+              "pair's own offset (calibrated on an empty kernel).")
 @click.option("--arch", metavar="SM", help="Target for compiling source:/ptx: kernels in a "
               "dry run without a GPU, e.g. sm_90.")
-def launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_bench, arch):
+def launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_bench,
+           raw_events, arch):
     """Build the launcher, load the kernel, make the args, launch, check, time."""
     from .errors import SpecError
     try:
-        _launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_bench, arch)
+        _launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_bench,
+                raw_events, arch)
     except SpecError as error:          # found past loading (the binary, the device): locate it
         raise error.located(file=spec_path) from None
 
 
-def _launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_bench, arch):
+def _launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_bench,
+            raw_events, arch):
     from .spec import load_spec, parse_overrides
     spec = load_spec(spec_path, parse_overrides(overrides))
     if dry_run:
@@ -71,7 +77,7 @@ def _launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_
     from .run import RunOptions, run_spec
     from .report import print_json, render_result
     options = RunOptions(device=device, warmup_ms=warmup, rep_ms=rep, l2=l2,
-                         bench=not no_bench, progress=not as_json)
+                         bench=not no_bench, progress=not as_json, raw_events=raw_events)
     result = run_spec(spec, options)
     if as_json:
         print_json(result.to_json())

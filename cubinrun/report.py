@@ -126,8 +126,10 @@ def render_result(result, console) -> None:
     if result.timing is not None:
         t = result.timing
         console.print(f"time  median {t.median:.2f} us  min {t.min:.2f}  max {t.max:.2f}  "
-                      f"mean {t.mean:.2f}  std {t.std:.2f}  ({t.samples} samples, "
-                      f"L2 {result.l2})")
+                      f"mean {t.mean:.2f}  std {t.std:.2f}")
+        offset = (f"event pair offset {result.event_offset_us:.2f} us subtracted"
+                  if result.event_offset_us is not None else "raw event pairs")
+        console.print(f"      {t.samples} samples, L2 {result.l2}, {offset}")
         tp = result.throughput()
         if tp["gbps"] is not None:
             share = f" ({100 * tp['bandwidth_fraction']:.0f}% of {tp['peak_gbps']:,.0f} peak)" \

@@ -22,6 +22,7 @@ class RunOptions:
     l2: str | None = None
     bench: bool = True
     progress: bool = True
+    raw_events: bool = False            # keep the event pair's own offset in the samples
 
 
 @dataclass
@@ -33,6 +34,7 @@ class RunResult:
     checks: list = field(default_factory=list)       # check.CheckResult
     timing: Any = None                               # stats.Summary
     l2: str | None = None
+    event_offset_us: float | None = None             # subtracted from every sample
     saved: list[str] = field(default_factory=list)
 
     @property
@@ -63,7 +65,8 @@ class RunResult:
         spec = self.spec
         timing = None
         if self.timing is not None:
-            timing = {**self.timing.to_json(), "l2": self.l2}
+            timing = {**self.timing.to_json(), "l2": self.l2,
+                      "event_offset_us": self.event_offset_us}
         return {
             "kernel": self.kernel["name"],
             "kernel_file": str(spec.kernel.path),
@@ -162,7 +165,10 @@ class _Run:
         self.check_and_save(self.ready.memory, result)
         if self.options.bench and plan.ctas > 0:
             result.l2 = self.options.l2 or spec.bench.l2
-            result.timing = self.time(self.ready.launch, stream, result.l2)
+            timed = self.time(self.ready.launch, stream, result.l2)
+            from .stats import Summary
+            result.timing = Summary.from_samples(timed.samples_us)
+            result.event_offset_us = timed.event_offset_us
         return result
 
     def guarded(self, fn, *args):
@@ -192,20 +198,18 @@ class _Run:
                 result.saved.append(str(buffer.save))
 
     def time(self, launch, stream: int, l2: str):
-        from .stats import Summary
         from .timing import TimingKernels, TimingOptions, time_kernel
         bench = self.spec.bench
         options = TimingOptions(
             warmup_ms=self.options.warmup_ms if self.options.warmup_ms is not None else bench.warmup_ms,
             rep_ms=self.options.rep_ms if self.options.rep_ms is not None else bench.rep_ms,
-            l2=l2)
+            l2=l2, raw_events=self.options.raw_events)
         kernels = TimingKernels(self.device)
         try:
-            samples = self.guarded(time_kernel, launch, stream, kernels, options,
-                                   _progress if self.options.progress else None)
+            return self.guarded(time_kernel, launch, stream, kernels, options,
+                                _progress if self.options.progress else None)
         finally:
             kernels.close()
-        return Summary.from_samples(samples)
 
 
 def _progress(done: int, total: int) -> None:

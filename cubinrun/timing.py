@@ -9,6 +9,13 @@ Three pitfalls shape this (cuda-facts.md, "Timing pitfalls"):
 - A cold-L2 flush that writes a large buffer leaves dirty lines the measured
   kernel must write back. The flush here reads a buffer twice the L2's size,
   which leaves L2 holding clean lines of that buffer only.
+- Even behind a spin, an event pair reads a near-constant ~2 us more than
+  the profiler's kernel duration (ncu's gpu__time_duration): the pair's own
+  cost. Back-to-back launches inside one pair pay it once, so the slope of
+  pair time against launch count is the per-launch time, and
+  pair(1 launch) - slope is the offset. It is measured on an empty kernel
+  (EventOffset) and subtracted from every sample; bench/event_offset.py has
+  the measurements behind this (the hot slope agrees with ncu within 1.5%).
 - The number of samples follows a time budget (warm-up and repetitions in ms,
   as `triton.testing.do_bench` does), bounded so that a tiny kernel does not
   queue millions of launches.
@@ -16,6 +23,7 @@ Three pitfalls shape this (cuda-facts.md, "Timing pitfalls"):
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from dataclasses import dataclass
 from importlib import resources
@@ -26,6 +34,9 @@ from . import driver
 MIN_SAMPLES = 10
 MAX_SAMPLES = 10_000
 BATCH = 64                       # samples queued behind one spin
+CALIBRATION_REPEATS = (1, 2, 4, 8, 16)   # launches per pair when measuring the offset
+CALIBRATION_SAMPLES = 32                 # pairs per repeat count
+CALIBRATION_BATCH_LAUNCHES = 64
 ESTIMATE_LAUNCHES = 5
 MIN_SPIN_NS = 200_000
 FIRST_SPIN_NS = 2_000_000
@@ -38,6 +49,13 @@ class TimingOptions:
     warmup_ms: float = 25.0
     rep_ms: float = 100.0
     l2: str = "cold"             # "cold": flush before each sample; "hot": no flush
+    raw_events: bool = False     # True: report event pairs as measured, offset kept
+
+
+@dataclass(frozen=True)
+class Timed:
+    samples_us: list[float]      # one launch's device time each, the offset subtracted
+    event_offset_us: float | None   # subtracted from every sample; None: raw pairs
 
 
 class TimingKernels:
@@ -50,8 +68,10 @@ class TimingKernels:
         self.module = driver.load_module(ptx + b"\0", what="cubinrun timing kernels (PTX)")
         self.flush_fn = driver.handle_int(driver.get_function(self.module, "cubinrun_l2_flush"))
         self.spin_fn = driver.handle_int(driver.get_function(self.module, "cubinrun_spin"))
+        self.empty_fn = driver.handle_int(driver.get_function(self.module, "cubinrun_empty"))
         self.flush_launcher = load_launcher(["*u8", "u64", "*u32"], 0)
         self.spin_launcher = load_launcher(["u64"], 0)
+        self.empty_launcher = load_launcher([], 0)
         l2 = driver.device_attribute(device.handle, "L2_CACHE_SIZE")
         self.flush_bytes = max(2 * l2, 16 << 20) // 16 * 16
         self.flush_buffer = driver.alloc(self.flush_bytes)
@@ -63,6 +83,7 @@ class TimingKernels:
         self.flush_grid = 4 * sms
         self.flush_config = self.flush_launcher.Config(self.flush_fn, block=(FLUSH_THREADS, 1, 1))
         self.spin_config = self.spin_launcher.Config(self.spin_fn, block=(1, 1, 1))
+        self.empty_config = self.empty_launcher.Config(self.empty_fn, block=(1, 1, 1))
 
     def flush(self, stream: int) -> None:
         self.flush_launcher.launch(self.flush_config, self.flush_grid, 1, 1, stream,
@@ -70,6 +91,9 @@ class TimingKernels:
 
     def spin(self, stream: int, nanoseconds: int) -> None:
         self.spin_launcher.launch(self.spin_config, 1, 1, 1, stream, nanoseconds)
+
+    def empty(self, stream: int) -> None:
+        self.empty_launcher.launch(self.empty_config, 1, 1, 1, stream)
 
     def close(self) -> None:
         driver.free_quietly(self.flush_buffer)
@@ -97,39 +121,88 @@ def estimate_ms(launch: Callable[[int], None], stream: int) -> float:
     return elapsed / ESTIMATE_LAUNCHES
 
 
+def pair_samples(stream: int, kernels: TimingKernels, inside: Callable[[int], None],
+                 count: int, per_batch: int = BATCH,
+                 before: Callable[[int], None] | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> list[float]:
+    """`count` event pairs around `inside(stream)`, in microseconds.
+
+    `before(stream)`, if given, is queued ahead of each pair (the L2 flush).
+    Pairs are queued in batches of `per_batch`, each behind a spin kernel.
+    """
+    pairs = [(driver.create_event(), driver.create_event()) for _ in range(count)]
+    spin_ns = FIRST_SPIN_NS
+    try:
+        for first in range(0, count, per_batch):
+            batch = pairs[first:first + per_batch]
+            kernels.spin(stream, spin_ns)
+            queued_at = time.perf_counter_ns()
+            for start, end in batch:
+                if before:
+                    before(stream)
+                driver.record_event(start, stream)
+                inside(stream)
+                driver.record_event(end, stream)
+            if first == 0:
+                # Size later spins from the first batch, queued behind a generous spin
+                # into an empty queue. Measured once: a later batch may wait for room
+                # in a full launch queue, and feeding that back would grow the spin.
+                spin_ns = min(MAX_SPIN_NS, max(MIN_SPIN_NS, 2 * (time.perf_counter_ns() - queued_at)))
+            if progress:
+                progress(first + len(batch), count)
+        driver.stream_synchronize(stream, context="timed launches")
+        return [1000.0 * driver.elapsed_ms(start, end) for start, end in pairs]
+    finally:
+        for start, end in pairs:
+            driver.destroy_event(start)
+            driver.destroy_event(end)
+
+
+def offset_from_medians(medians: dict[int, float]) -> float:
+    """The event offset from median pair times around R back-to-back launches.
+
+    Pair(R) = offset + R x per-launch time; the per-launch time is the
+    least-squares slope over R, and the offset is what a pair around one
+    launch reads beyond it. Noise can only make a tiny offset negative: that
+    means there is nothing to subtract.
+    """
+    repeats = sorted(medians)
+    if len(repeats) < 2:
+        raise ValueError("the offset needs pairs around at least two launch counts")
+    mean_r = statistics.fmean(repeats)
+    mean_t = statistics.fmean(medians[r] for r in repeats)
+    slope = (sum((r - mean_r) * (medians[r] - mean_t) for r in repeats)
+             / sum((r - mean_r) ** 2 for r in repeats))
+    return max(0.0, medians[repeats[0]] - repeats[0] * slope)
+
+
+def event_offset_us(stream: int, kernels: TimingKernels) -> float:
+    """What an event pair adds to the launch it brackets, measured on an empty kernel."""
+    medians = {}
+    for repeats in CALIBRATION_REPEATS:
+        def empties(s: int, repeats: int = repeats) -> None:
+            for _ in range(repeats):
+                kernels.empty(s)
+        samples = pair_samples(stream, kernels, empties, CALIBRATION_SAMPLES,
+                               per_batch=max(1, CALIBRATION_BATCH_LAUNCHES // repeats))
+        medians[repeats] = statistics.median(samples)
+    return offset_from_medians(medians)
+
+
 def time_kernel(launch: Callable[[int], None], stream: int, kernels: TimingKernels,
                 options: TimingOptions,
-                progress: Callable[[int, int], None] | None = None) -> list[float]:
-    """Samples of one launch's device time in microseconds.
+                progress: Callable[[int, int], None] | None = None) -> Timed:
+    """Samples of one launch's device time.
 
     `launch(stream)` queues one launch of the kernel on `stream`.
     """
     estimate = estimate_ms(launch, stream)
     for _ in range(sample_count(options.warmup_ms, estimate)):
         launch(stream)
-    count = sample_count(options.rep_ms, estimate)
-    pairs = [(driver.create_event(), driver.create_event()) for _ in range(count)]
-    spin_ns = FIRST_SPIN_NS
-    for first in range(0, count, BATCH):
-        batch = pairs[first:first + BATCH]
-        kernels.spin(stream, spin_ns)
-        queued_at = time.perf_counter_ns()
-        for start, end in batch:
-            if options.l2 == "cold":
-                kernels.flush(stream)
-            driver.record_event(start, stream)
-            launch(stream)
-            driver.record_event(end, stream)
-        if first == 0:
-            # Size later spins from the first batch, queued behind a generous spin
-            # into an empty queue. Measured once: a later batch may wait for room
-            # in a full launch queue, and feeding that back would grow the spin.
-            spin_ns = min(MAX_SPIN_NS, max(MIN_SPIN_NS, 2 * (time.perf_counter_ns() - queued_at)))
-        if progress:
-            progress(first + len(batch), count)
-    driver.stream_synchronize(stream, context="timed launches")
-    samples = [1000.0 * driver.elapsed_ms(start, end) for start, end in pairs]
-    for start, end in pairs:
-        driver.destroy_event(start)
-        driver.destroy_event(end)
-    return samples
+    offset = None if options.raw_events else event_offset_us(stream, kernels)
+    samples = pair_samples(stream, kernels, launch, sample_count(options.rep_ms, estimate),
+                           before=kernels.flush if options.l2 == "cold" else None,
+                           progress=progress)
+    # A kernel cannot take less than nothing; only noise could take a sample there.
+    subtract = offset or 0.0
+    return Timed([max(0.0, sample - subtract) for sample in samples], offset)

@@ -9,6 +9,7 @@ import ctypes
 import itertools
 import json
 from pathlib import Path
+from typing import Callable
 
 import pytest
 from fakecuda import fake_driver_env
@@ -23,14 +24,23 @@ SUCCESS = 0
 
 
 class FakeDevice:
-    """Answers cuda.bindings driver calls by name, like an H200 would."""
+    """Answers cuda.bindings driver calls by name, like an H200 would.
+
+    Its clock: an event pair reads EVENT_OFFSET_US plus KERNEL_US for every
+    launch the fake libcuda took between the two records, like a real pair
+    around back-to-back launches (bench/event_offset.py)."""
 
     ATTRIBUTES = {"COMPUTE_CAPABILITY_MAJOR": 9, "COMPUTE_CAPABILITY_MINOR": 0,
                   "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 232448, "MULTIPROCESSOR_COUNT": 132,
                   "L2_CACHE_SIZE": 1 << 20, "CLOCK_RATE": 1980000,
                   "MEMORY_CLOCK_RATE": 3201000, "GLOBAL_MEMORY_BUS_WIDTH": 6144}
 
-    def __init__(self):
+    EVENT_OFFSET_US = 2.0
+    KERNEL_US = 3.0
+
+    def __init__(self, launches: Callable[[], int]):
+        self.launches = launches            # how many launches the fake libcuda took
+        self.recorded: dict[int, int] = {}
         self.memory: dict[int, ctypes.Array] = {}
         self.calls: list[str] = []
         self.events = itertools.count(1)
@@ -76,8 +86,12 @@ class FakeDevice:
     def cuStreamCreate(self, flags): return 0x5
     def cuStreamSynchronize(self, stream): return None
     def cuEventCreate(self, flags): return next(self.events)
-    def cuEventRecord(self, event, stream): return None
-    def cuEventElapsedTime(self, start, end): return 0.004      # 4 us
+    def cuEventRecord(self, event, stream): self.recorded[event] = self.launches()
+
+    def cuEventElapsedTime(self, start, end):
+        launches = self.recorded[end] - self.recorded[start]
+        return (self.EVENT_OFFSET_US + launches * self.KERNEL_US) / 1000.0
+
     def cuEventDestroy(self, event): return None
 
 
@@ -92,7 +106,7 @@ def fake_libcuda(tmp_path_factory):
 
 @pytest.fixture
 def device(monkeypatch, fake_libcuda):
-    fake = FakeDevice()
+    fake = FakeDevice(lambda: fake_libcuda.launch_count)
     monkeypatch.setattr(driver, "call", fake)
     fake_libcuda.reset()
     fake_libcuda.set_param_sizes(VECTOR_ADD_PARAMS)
@@ -115,14 +129,26 @@ def test_launch_json_report_and_failed_check_exit_1(device, fake_libcuda, capsys
     assert report["grid"] == [4, 1, 1] and report["block"] == [128, 1, 1]
     check = report["check"]["outputs"]["out"]
     assert report["check"]["passed"] is False and check["mismatches"] == 4096
-    assert report["timing"]["median_us"] == pytest.approx(4.0)
+    # the fake's pairs read 2 us + 3 us per launch: the calibration finds the
+    # 2 us on its empty kernel and every sample comes back as the kernel's 3 us
+    assert report["timing"]["event_offset_us"] == pytest.approx(FakeDevice.EVENT_OFFSET_US)
+    assert report["timing"]["median_us"] == pytest.approx(FakeDevice.KERNEL_US)
+    assert report["timing"]["max_us"] == pytest.approx(FakeDevice.KERNEL_US)
     assert report["timing"]["samples"] >= 10 and report["timing"]["l2"] == "cold"
-    assert report["throughput"]["gbps"] == pytest.approx(12 * 4096 / 4e-6 / 1e9)
+    assert report["throughput"]["gbps"] == pytest.approx(12 * 4096 / 3e-6 / 1e9)
     assert report["throughput"]["tflops"] is None
     first = fake_libcuda.launches()[0]
     assert first.grid == (4, 1, 1) and first.block == (128, 1, 1) and first.stream == 0x5
     assert int.from_bytes(first.params[3][:4], "little") == 4096
     assert not device.memory                            # every allocation was freed
+
+
+def test_raw_events_keep_the_event_offset(device, capsys):
+    code, out, _ = run_cli(capsys, "launch", "--json", "--raw-events", "--l2", "hot",
+                           CONFIGS / "vector_add.yaml", "--rep", "1", "--warmup", "1")
+    timing = json.loads(out)["timing"]
+    assert timing["event_offset_us"] is None and timing["l2"] == "hot"
+    assert timing["median_us"] == pytest.approx(FakeDevice.EVENT_OFFSET_US + FakeDevice.KERNEL_US)
 
 
 def test_the_human_report(device, capsys):
@@ -131,6 +157,13 @@ def test_the_human_report(device, capsys):
     assert code == 1
     assert "add_kernel on Fake H200 (sm_90)" in out and "FAIL" in out
     assert "out[0]: got 0.0, expected" in out
+
+
+def test_the_human_report_says_what_was_subtracted(device, capsys):
+    _, out, _ = run_cli(capsys, "launch", CONFIGS / "vector_add.yaml", "--set", "N=1024",
+                        "--rep", "1", "--warmup", "1")
+    assert "time  median 3.00 us" in out and "L2 cold" in out
+    assert "event pair offset 2.00 us subtracted" in out
 
 
 def test_a_check_the_untouched_output_meets_passes(device, tmp_path, capsys):
