@@ -10,8 +10,8 @@ For the fp32 vector add (configs/vector_add.yaml) at 2^16 (about 2 us),
   zeroing 256 MB before each sample, so it has no hot mode),
 - naive: one event pair around one launch on an idle GPU,
 - and, to explain the differences: cubinrun's sampler with a write flush
-  (memset) instead of its read flush, and the event-pair overhead of an
-  empty kernel.
+  (memset) instead of its read flush, and raw event pairs (no offset
+  subtracted) around an empty kernel.
 
 Run on the GPU machine from the repo root: `PYTHONPATH=. python3 bench/timing_fidelity.py`
 (`--quick` for a smoke run). The table comes last; full numbers go to
@@ -48,20 +48,23 @@ def cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, cwd=REPO, env=env, timeout=600)
 
 
-def cubinrun_median(n: int, l2: str) -> float:
+def cubinrun_timing(n: int, l2: str) -> dict:
+    """`timing` of `cubinrun launch --json`: median_us, event_offset_us, ..."""
     proc = cli("launch", "--json", str(SPEC), "--set", f"N={n}", "--l2", l2)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr)
-    return json.loads(proc.stdout)["timing"]["median_us"]
+    return json.loads(proc.stdout)["timing"]
 
 
-def ncu_median(n: int, l2: str, launches: int) -> float | None:
-    """Median gpu__time_duration over the first `launches` add_kernel launches."""
+def ncu_median(n: int | None, l2: str, launches: int, spec: Path = SPEC,
+               kernel: str = "add_kernel") -> float | None:
+    """Median gpu__time_duration over the first `launches` launches of `kernel`."""
     ncu = "/usr/local/cuda/bin/ncu" if Path("/usr/local/cuda/bin/ncu").exists() else "ncu"
     cmd = [ncu, "--clock-control", "none", "--cache-control", "all" if l2 == "cold" else "none",
            "--metrics", "gpu__time_duration.sum", "--csv", "--page", "raw",
-           "--print-units", "base", "-k", "regex:^add_kernel$", "--launch-count", str(launches),
-           sys.executable, "-m", "cubinrun", "launch", str(SPEC), "--set", f"N={n}",
+           "--print-units", "base", "-k", f"regex:^{kernel}$", "--launch-count", str(launches),
+           sys.executable, "-m", "cubinrun", "launch", str(spec),
+           *(["--set", f"N={n}"] if n is not None else []),
            "--l2", "hot", "--warmup", "0.01", "--rep", "0.01"]
     env = child_env()
     try:
@@ -96,7 +99,8 @@ class InProcess:
         self.ready = make_ready(load_spec(spec_path, overrides), self.device)
         self.stream = driver.create_stream()
 
-    def sampler(self, l2: str, write_flush: bool = False, rep_ms: float = 100.0) -> float:
+    def sampler(self, l2: str, write_flush: bool = False, rep_ms: float = 100.0,
+                raw_events: bool = True) -> float:
         from cubinrun import driver
         from cubinrun.timing import TimingKernels, TimingOptions, time_kernel
         kernels = TimingKernels(self.device)
@@ -104,11 +108,12 @@ class InProcess:
             kernels.flush = lambda stream: driver.memset_async(
                 kernels.flush_buffer, 0, kernels.flush_bytes, stream)
         try:
-            samples = time_kernel(self.ready.launch, self.stream, kernels,
-                                  TimingOptions(warmup_ms=25, rep_ms=rep_ms, l2=l2))
+            timed = time_kernel(self.ready.launch, self.stream, kernels,
+                                TimingOptions(warmup_ms=25, rep_ms=rep_ms, l2=l2,
+                                              raw_events=raw_events))
         finally:
             kernels.close()
-        return statistics.median(samples)
+        return statistics.median(timed.samples_us)
 
     def naive(self, count: int = 50) -> float:
         from cubinrun import driver
@@ -152,7 +157,7 @@ def main() -> None:
     empty = InProcess(EMPTY, None)
     empty_hot = empty.sampler("hot")
     empty.close()
-    print(f"empty kernel, cubinrun sampler hot: {empty_hot:.2f} us", flush=True)
+    print(f"empty kernel, raw event pairs hot: {empty_hot:.2f} us", flush=True)
 
     for label, n in sizes.items():
         proc = InProcess(SPEC, n)
@@ -161,7 +166,9 @@ def main() -> None:
                "do_bench": proc.do_bench()}
         proc.close()
         for l2 in ("cold", "hot"):
-            row[f"cubinrun_{l2}"] = cubinrun_median(n, l2)
+            timing = cubinrun_timing(n, l2)
+            row[f"cubinrun_{l2}"] = timing["median_us"]
+            row[f"event_offset_{l2}"] = timing["event_offset_us"]
             row[f"ncu_{l2}"] = None if args.no_ncu else ncu_median(n, l2, launches)
         results.append(row)
         print(json.dumps(row), flush=True)
@@ -175,11 +182,12 @@ def main() -> None:
         return "   n/a" if a is None or b is None else f"{a / b:6.3f}"
 
     print(f"\ntiming fidelity, vector add fp32, medians in us ({time.time() - t0:.0f} s)")
-    print("size  | ncu cold cubinrun ratio | ncu hot  cubinrun ratio | do_bench naive  wflush")
+    print("size  | ncu cold cubinrun ratio | ncu hot  cubinrun ratio | offset | do_bench naive  wflush")
     for r in results:
         print(f"{r['size']:5} | {fmt(r['ncu_cold'])} {fmt(r['cubinrun_cold'])} "
               f"{ratio(r['cubinrun_cold'], r['ncu_cold'])} | {fmt(r['ncu_hot'])} "
               f"{fmt(r['cubinrun_hot'])} {ratio(r['cubinrun_hot'], r['ncu_hot'])} | "
+              f"{fmt(r['event_offset_hot'])} | "
               f"{fmt(r['do_bench'])} {fmt(r['naive_idle'])} {fmt(r['sampler_cold_write_flush'])}")
 
 
