@@ -39,7 +39,7 @@ def test_help_lists_the_commands(capsys):
 
 def test_gen_prints_c_that_compiles_against_python_and_cuda_headers(capsys, tmp_path):
     code, out, _ = run(capsys, "gen", CONFIGS / "vector_add.yaml")
-    assert code == 0 and "cuLaunchKernelEx" in out and "to_i32(" in out
+    assert code == 0 and "cuLaunchKernelEx" in out and "CONVERT(3, to_i32, p3);" in out
     source = tmp_path / "launcher.c"
     source.write_text(out)
     subprocess.run(["cc", "-fsyntax-only", f"-I{find_python_include()}",

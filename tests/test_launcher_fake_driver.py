@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import struct
+import sys
 from fractions import Fraction
 
 import numpy as np
@@ -347,6 +348,46 @@ def test_bad_pointer_arguments(fake, everything):
         launch_everything(fake, everything, args={PTR: Broken()})
     with pytest.raises(OverflowError, match=rf"argument {PTR}: pointer -1 out of range"):
         launch_everything(fake, everything, args={PTR: -1})
+
+
+# --- arguments kept converted per slot --------------------------------------------
+
+I64 = 4
+
+
+def test_an_immutable_argument_is_kept_with_a_reference_until_replaced(fake, everything):
+    value, other = 10**12 + 12345, 10**12 + 54321       # not cached by CPython itself
+    before = sys.getrefcount(value)
+    assert param_of(fake, everything, I64, value) == struct.pack("<q", value)
+    assert sys.getrefcount(value) == before + 1         # held, so its address is not reused
+    assert param_of(fake, everything, I64, value) == struct.pack("<q", value)
+    assert param_of(fake, everything, I64, other) == struct.pack("<q", other)
+    assert sys.getrefcount(value) == before
+
+
+def test_a_failed_conversion_keeps_the_last_good_value(fake, everything):
+    value = 10**12 + 777
+    param_of(fake, everything, I64, value)
+    with pytest.raises(OverflowError, match=f"argument {I64} \\(i64\\)"):
+        param_of(fake, everything, I64, 2**70)
+    assert param_of(fake, everything, I64, value) == struct.pack("<q", value)
+    assert param_of(fake, everything, I64, -value) == struct.pack("<q", -value)
+
+
+def test_objects_that_may_change_are_read_every_time(fake, everything):
+    scalar = np.int64(10**12)
+    before = sys.getrefcount(scalar)
+    param_of(fake, everything, I64, scalar)
+    assert sys.getrefcount(scalar) == before            # not an exact int: not kept
+    a, b = fresh_address(), fresh_address()
+    tensor = Tensor(a)
+    assert param_of(fake, everything, PTR, tensor) == struct.pack("<Q", a)
+    tensor.address = b                                  # the same object, a new address
+    assert param_of(fake, everything, PTR, tensor) == struct.pack("<Q", b)
+    desc = bytearray(128)
+    assert param_of(fake, everything, TMA, desc) == bytes(128)
+    desc[:4] = b"\x01\x02\x03\x04"                      # a tensor map edited in place
+    assert param_of(fake, everything, TMA, desc)[:4] == b"\x01\x02\x03\x04"
 
 
 # --- tensor maps -----------------------------------------------------------------

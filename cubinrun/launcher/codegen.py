@@ -2,8 +2,9 @@
 
 template.c is the whole launcher; this module fills its `{{NAME}}` slots with
 the module name, the constants and one line of C per kernel parameter: a
-declaration of its storage, a call to the converter for its kind, and its
-place in the parameter array handed to cuLaunchKernelEx.
+declaration of its storage (and of its last converted value, see CONVERT in
+template.c), a call to the converter for its kind, and its place in the
+parameter array handed to cuLaunchKernelEx.
 """
 from __future__ import annotations
 
@@ -90,9 +91,13 @@ def generate_source(leaf_types: Sequence[str], num_scratch: int = 0,
     decls, conversions, pointers = [], [], []
     for k, leaf_type in enumerate(leaf_types):
         c_type, converter = _storage(leaf_type)
-        decls.append(f"  {c_type} p{k}; /* {leaf_type} */")
-        conversions.append(
-            f"  if ({converter}(kernel_args[{k}], {k}, &p{k}) < 0) return NULL;")
+        if converter == _TMA_DESC[1]:        # a buffer may change between calls: always read
+            decls.append(f"  {c_type} p{k}; /* {leaf_type} */")
+            conversions.append(
+                f"  if ({converter}(kernel_args[{k}], {k}, &p{k}) < 0) return NULL;")
+        else:
+            decls.append(f"  {c_type} p{k}; static {c_type} last_p{k}; /* {leaf_type} */")
+            conversions.append(f"  CONVERT({k}, {converter}, p{k});")
         pointers.append(f"      &p{k},")
     pointers += [f"      {scratch}," for scratch in _SCRATCH[:num_scratch]]
     if not pointers:

@@ -24,7 +24,7 @@
 /* ABI is bumped when the calling convention changes. launch() takes
    FIXED_ARGS (config, gridX, gridY, gridZ, stream), then NUM_PARAMS kernel
    arguments; NUM_SCRATCH pointers from the Config follow them. */
-#define MODULE_NAME "cubinrun_launcher_c904f5a7dade60f6"
+#define MODULE_NAME "cubinrun_launcher_c4998af937f5ff59"
 #define ABI 1
 #define FIXED_ARGS 5
 #define NUM_PARAMS 0
@@ -383,6 +383,35 @@ static inline int to_tma_desc(PyObject *o, int k, CUtensorMap *out) {
   return ok ? 0 : -1;
 }
 
+/* ---- the last arguments, kept converted ----------------------------------- */
+
+/* Per argument slot, the last object converted when it is immutable (an exact
+   int or float, a bool or None), with a strong reference so that it cannot be
+   freed and its address reused: the same object again has the same value, so
+   its converted value is copied instead of converted. A loop launching with the
+   same arguments converts each once. Read and written with the GIL held. */
+static PyObject *last_arg[NUM_PARAMS + 1];
+
+static void remember_arg(int k, PyObject *o) {
+  int immutable = PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyBool_Check(o) ||
+                  o == Py_None;
+  Py_XSETREF(last_arg[k], immutable ? Py_NewRef(o) : NULL);
+}
+
+/* Kernel argument K into VAR with CONVERTER, or from last_VAR when the slot
+   holds the same immutable object as last time. */
+#define CONVERT(K, CONVERTER, VAR)                                                       \
+  do {                                                                                   \
+    if (kernel_args[K] == last_arg[K]) {                                                 \
+      VAR = last_##VAR;                                                                  \
+    } else {                                                                             \
+      if (CONVERTER(kernel_args[K], K, &VAR) < 0)                                        \
+        return NULL;                                                                     \
+      last_##VAR = VAR;                                                                  \
+      remember_arg(K, kernel_args[K]);                                                   \
+    }                                                                                    \
+  } while (0)
+
 /* ---- Config: what stays the same from one launch to the next ------------- */
 
 typedef struct {
@@ -738,7 +767,7 @@ static PyObject *make_signature_tuple(void) {
   return t;
 }
 
-PyMODINIT_FUNC PyInit_cubinrun_launcher_c904f5a7dade60f6(void) {
+PyMODINIT_FUNC PyInit_cubinrun_launcher_c4998af937f5ff59(void) {
   if (PyType_Ready(&ConfigType) < 0)
     return NULL;
   data_ptr_name = PyUnicode_InternFromString("data_ptr");
