@@ -4,7 +4,8 @@ Commands: `--help`, `gen`, `launch --dry-run --json`, `launch --dry-run`
 (the table), and where a GPU answers, `launch --no-bench` next to the floor
 it cannot beat: a Python that imports cuda.bindings, creates a context on
 device 0 and loads the same cubin. Each is run once to warm the caches, then
-`--runs` times interleaved; the table gives median and min in ms.
+`--runs` times interleaved; the table gives median and min in ms. Bytecode
+is cached in a private folder, as it would be after a pip install.
 
 Run from the repo root: `python3 bench/startup.py` (CPU or GPU machine).
 """
@@ -16,6 +17,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -68,7 +70,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
-    env = {**os.environ, "NO_COLOR": "1"}
+    # Bytecode cached as after a pip install, even where the tree is read-only or
+    # PYTHONDONTWRITEBYTECODE is set (the GPU machine recompiles every module otherwise).
+    env = {**os.environ, "NO_COLOR": "1",
+           "PYTHONPYCACHEPREFIX": tempfile.mkdtemp(prefix="cubinrun-pycache-")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     lines = command_lines(has_gpu())
     for argv in lines.values():
         wall_ms(argv, env)                                   # warm the caches
