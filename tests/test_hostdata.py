@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import contextlib
+import subprocess
+import sys
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -13,6 +16,8 @@ from cubinrun.errors import SpecError
 from cubinrun.hostdata import (decode_fp8e4b15, default_seed, encode_fp8e4b15, load_for,
                                make_host_array, save_array, to_float64)
 from cubinrun.spec.model import BufferArg, Init
+
+REPO = Path(__file__).resolve().parent.parent
 
 ALL = list(ELEMENT_TYPES)
 INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
@@ -425,3 +430,20 @@ def test_load_for_takes_fortran_order_and_byte_swapped_files(tmp_path):
     loaded = load_for(tmp_path / "f.npy", T["fp32"], (2, 3), "args.x.init.file")
     assert loaded.flags.c_contiguous and loaded.dtype == np.dtype("<f4")
     assert loaded.tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+@pytest.mark.parametrize("name, biggest", [
+    ("fp16", 65504.0), ("fp32", 3.4028234663852886e38), ("fp64", 1.7976931348623157e308),
+    ("bf16", 3.3895313892515355e38), ("fp8e4nv", 448.0), ("fp8e5", 57344.0),
+    ("fp8e4b15", 1.875)])
+def test_finite_range_of_every_float_type(name, biggest):
+    assert hostdata.finite_range(ELEMENT_TYPES[name]) == (-biggest, biggest)
+
+
+def test_numpy_float_data_does_not_import_ml_dtypes():
+    # ml_dtypes takes ~0.4 s to import: only bf16 / fp8 buffers may pay for it
+    code = ("import sys; from cubinrun.dtypes import ELEMENT_TYPES; "
+            "from cubinrun.hostdata import finite_range; "
+            "[finite_range(ELEMENT_TYPES[t]) for t in ('fp16', 'fp32', 'fp64', 'i32')]; "
+            "assert 'ml_dtypes' not in sys.modules, 'ml_dtypes imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
