@@ -110,11 +110,13 @@ def render_result(result, console) -> None:
         console.print("[yellow]the grid is empty: nothing was launched[/yellow]")
 
     if result.checks:
-        checks = Table(title="check", title_justify="left")
-        for column in ("output", "result", "max abs err", "max rel err", "mismatches", "tolerance"):
+        checks = Table(title="check", title_justify="left", show_edge=False, pad_edge=False)
+        # short cells: the table fits 80 columns for a million-element output
+        for column in ("output", "result", "max abs err", "max rel err", "mismatches",
+                       "rtol / atol"):
             checks.add_column(column)
         for c in result.checks:
-            tolerance = "exact" if c.exact else f"rtol {c.rtol:g} atol {c.atol:g}"
+            tolerance = "exact" if c.exact else f"{c.rtol:g} / {c.atol:g}"
             checks.add_row(c.name, "[green]pass[/green]" if c.passed else "[red]FAIL[/red]",
                            f"{c.max_abs_err:.3g}", f"{c.max_rel_err:.3g}",
                            f"{c.mismatches} / {c.count}", tolerance)
