@@ -60,11 +60,19 @@ class DeviceMemory:
             driver.free_quietly(self._allocations.pop())
 
 
-def allocate(plan: Plan) -> DeviceMemory:
+def make_host_arrays(plan: Plan) -> list[np.ndarray]:
+    """Every buffer's input, in the spec's order (no GPU needed)."""
+    return [make_host_array(spec, index) for index, spec in enumerate(plan.spec.buffers.values())]
+
+
+def allocate(plan: Plan, host_arrays: list[np.ndarray] | None = None) -> DeviceMemory:
+    """Device buffers filled from `host_arrays` (made here if not given) and the scratch."""
     memory = DeviceMemory()
     try:
-        for index, spec in enumerate(plan.spec.buffers.values()):
-            memory.add_buffer(spec, make_host_array(spec, index))
+        if host_arrays is None:
+            host_arrays = make_host_arrays(plan)
+        for spec, host in zip(plan.spec.buffers.values(), host_arrays, strict=True):
+            memory.add_buffer(spec, host)
         memory.global_scratch = memory.add_scratch(plan.global_scratch)
         memory.profile_scratch = memory.add_scratch(plan.profile_scratch)
     except BaseException:

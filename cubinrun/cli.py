@@ -63,6 +63,10 @@ def launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_b
 
 def _launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_bench,
             raw_events, arch):
+    opened = None
+    if not dry_run:             # CUDA initialises while the spec and binary are read
+        from .driver import open_device_soon
+        opened = open_device_soon(device or 0)
     from .spec import load_spec, parse_overrides
     spec = load_spec(spec_path, parse_overrides(overrides))
     if dry_run:
@@ -78,7 +82,7 @@ def _launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_
     from .report import print_json, render_result
     options = RunOptions(device=device, warmup_ms=warmup, rep_ms=rep, l2=l2,
                          bench=not no_bench, progress=not as_json, raw_events=raw_events)
-    result = run_spec(spec, options)
+    result = run_spec(spec, options, opened)
     if as_json:
         print_json(result.to_json())
     else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from .errors import CudaError, UsageError
 
@@ -123,6 +123,38 @@ def open_device(ordinal: int = 0) -> Device:
     context = call("cuDevicePrimaryCtxRetain", device.handle)
     call("cuCtxSetCurrent", context)
     return device
+
+
+def open_device_soon(ordinal: int = 0) -> Callable[[], Device]:
+    """Start opening the device on a thread; the returned function waits for it.
+
+    cuInit and retaining the primary context take ~0.25 s in the driver, which
+    runs them without the GIL, so `launch` starts them first and reads the spec,
+    the binary and the launcher meanwhile. The waiting function re-raises what
+    the thread raised (no driver, a bad --device) and makes the context current
+    on the calling thread, since a current context is per thread.
+    """
+    import threading
+    outcome: dict[str, Any] = {}
+
+    def open_on_thread() -> None:
+        try:
+            device = get_device(ordinal)
+            outcome["opened"] = (device, call("cuDevicePrimaryCtxRetain", device.handle))
+        except BaseException as exc:          # handed to the waiting thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=open_on_thread, name="cubinrun-open-device", daemon=True)
+    thread.start()
+
+    def wait() -> Device:
+        thread.join()
+        if "error" in outcome:
+            raise outcome["error"]
+        device, context = outcome["opened"]
+        call("cuCtxSetCurrent", context)
+        return device
+    return wait
 
 
 def device_attribute(handle, attribute: str) -> int:

@@ -9,7 +9,7 @@ from types import ModuleType
 from .binary import Binary, load_binary
 from .plan import Plan, make_plan
 from .spec import Spec
-from .validate import validate
+from .validate import check_arch, validate
 
 
 @dataclass(frozen=True)
@@ -46,3 +46,14 @@ def prepare(spec: Spec, device=None, arch: str | None = None) -> Prepared:
              device.name if device is not None else "this device")
     launcher = load_launcher(plan.leaf_types, plan.num_scratch)
     return Prepared(plan, binary, launcher)
+
+
+def needs_device_target(spec: Spec) -> bool:
+    """`source:` and `ptx:` kernels are compiled for the device's arch."""
+    return spec.kernel.kind in ("source", "ptx")
+
+
+def check_device(prepared: Prepared, device) -> None:
+    """What prepare() checks against a device, for one prepared without it."""
+    check_arch(prepared.binary.info, device.arch, device.name,
+               f"kernel.{prepared.plan.spec.kernel.kind}")

@@ -101,15 +101,21 @@ class Ready:
         self.memory.free()
 
 
-def make_ready(spec: Spec, device: driver.Device, arch: str | None = None) -> Ready:
+def make_ready(spec: Spec, device: driver.Device, arch: str | None = None,
+               early: Early | None = None) -> Ready:
+    """`early`: what was done before the device was open (see `run_spec`)."""
     from . import buffers
     from .arguments import launcher_values
     from .kernel import load_kernel
-    from .prepare import prepare
-    prepared = prepare(spec, device, arch)
+    from .prepare import check_device, prepare
+    if early and early.prepared:
+        prepared = early.prepared
+        check_device(prepared, device)
+    else:
+        prepared = prepare(spec, device, arch)
     plan, launcher = prepared.plan, prepared.launcher
     kernel = load_kernel(prepared.cubin, prepared.kernel_name, device, plan)
-    memory = buffers.allocate(plan)
+    memory = buffers.allocate(plan, early.host_arrays if early else None)
     try:
         values = launcher_values(plan.slots, memory)
         launch = spec.launch
@@ -128,11 +134,35 @@ def make_ready(spec: Spec, device: driver.Device, arch: str | None = None) -> Re
     return Ready(prepared, kernel, memory, launch_once)
 
 
-def run_spec(spec: Spec, options: RunOptions) -> RunResult:
-    device = driver.open_device(options.device or 0)
-    ready = make_ready(spec, device)
+@dataclass(frozen=True)
+class Early:
+    """Work that needs no GPU, done while the driver initialises."""
+    prepared: Any               # prepare.Prepared; None when the kernel is compiled for the device
+    host_arrays: list           # every buffer's input
+
+
+def prepare_early(spec: Spec) -> Early:
+    from .buffers import make_host_arrays
+    from .plan import make_plan
+    from .prepare import needs_device_target, prepare
+    prepared = None if needs_device_target(spec) else prepare(spec)
+    return Early(prepared, make_host_arrays(prepared.plan if prepared else make_plan(spec)))
+
+
+def run_spec(spec: Spec, options: RunOptions,
+             device: Callable[[], driver.Device] | None = None) -> RunResult:
+    """Run the spec. `device`, if given, waits for a device being opened on a
+    thread (driver.open_device_soon): the binary, the launcher and the host
+    data are made before waiting, while the driver initialises."""
+    early = None
+    if device is not None:
+        early = prepare_early(spec)
+        opened = device()
+    else:
+        opened = driver.open_device(options.device or 0)
+    ready = make_ready(spec, opened, early=early)
     try:
-        return _Run(spec, ready, device, options).execute()
+        return _Run(spec, ready, opened, options).execute()
     finally:
         ready.close()
 

@@ -151,6 +151,22 @@ def test_raw_events_keep_the_event_offset(device, capsys):
     assert timing["median_us"] == pytest.approx(FakeDevice.EVENT_OFFSET_US + FakeDevice.KERNEL_US)
 
 
+def test_a_cubin_for_another_arch_is_refused_after_the_early_preparation(device, monkeypatch,
+                                                                          capsys):
+    # the binary is read while the driver initialises; the arch check waits for the device
+    monkeypatch.setitem(FakeDevice.ATTRIBUTES, "COMPUTE_CAPABILITY_MAJOR", 8)
+    code, _, err = run_cli(capsys, "launch", CONFIGS / "vector_add.yaml", "--no-bench")
+    assert code == 2
+    assert err.strip().endswith("kernel.cubin: the cubin is for sm_90, which cannot run on "
+                                "Fake H200 (sm_80)")
+    assert "cuModuleLoadData" not in device.calls
+
+
+def test_a_device_that_is_not_there_is_a_usage_error(device, capsys):
+    code, _, err = run_cli(capsys, "launch", CONFIGS / "vector_add.yaml", "--device", "3")
+    assert code == 2 and "--device 3: there is 1 device (0..0)" in err
+
+
 def test_the_human_report(device, capsys):
     code, out, _ = run_cli(capsys, "launch", CONFIGS / "vector_add.yaml", "--set", "N=1024",
                            "--no-bench")
