@@ -1,7 +1,9 @@
-"""Where cubinrun keeps what it builds: launchers, NVRTC and nvJitLink cubins."""
+"""Where cubinrun keeps what it builds: launchers, NVRTC and nvJitLink cubins,
+parsed cubin facts; and how a cache file is written."""
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 
@@ -11,3 +13,15 @@ def cache_root() -> Path:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "cubinrun"
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Readers see the old file or the whole new one, never a part."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

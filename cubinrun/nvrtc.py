@@ -29,12 +29,11 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from .cache import cache_root
+from .cache import cache_root, write_atomically
 from .errors import BuildError, UsageError
 
 # --- architectures -------------------------------------------------------
@@ -313,21 +312,9 @@ def _store(folder: Path, key: str, compiled: CompiledCuda) -> CachedCompile:
     meta = {"log": compiled.log, "lowered_names": compiled.lowered_names, "arch": compiled.arch}
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        _write_atomically(folder / f"{key}.cubin", compiled.cubin)
-        _write_atomically(folder / f"{key}.json", json.dumps(meta, indent=1).encode())
+        write_atomically(folder / f"{key}.cubin", compiled.cubin)
+        write_atomically(folder / f"{key}.json", json.dumps(meta, indent=1).encode())
     except OSError as exc:
         raise UsageError(f"cannot write the compile cache in {folder}: {exc.strerror}; "
                          "set CUBINRUN_CACHE_DIR to a writable folder") from None
     return CachedCompile(compiled, hit=False, path=folder / f"{key}.cubin")
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Readers see the old file or the whole new one, never a part."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
