@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cubin import CubinInfo, KernelInfo, read_cubin
+from .cubin import CubinInfo, KernelInfo
+from .cubin_cache import read_cubin_cached
 from .errors import SpecError
 from .spec import Spec
 
@@ -29,7 +30,7 @@ def load_binary(spec: Spec, arch: str | None) -> Binary:
         cubin_path = path.with_suffix(".cubin") if kind == "triton" else path
         cubin, origin = _read(cubin_path, field), str(cubin_path)
     try:
-        info = read_cubin(cubin, origin)
+        info = read_cubin_cached(cubin, origin)
     except SpecError as exc:
         raise exc.located(field=field) from None
     try:

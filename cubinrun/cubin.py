@@ -78,6 +78,10 @@ class ParamInfo:
     def to_json(self) -> dict[str, int]:
         return {"ordinal": self.ordinal, "offset": self.offset, "size": self.size}
 
+    @classmethod
+    def from_json(cls, data: dict[str, int]) -> "ParamInfo":
+        return cls(data["ordinal"], data["offset"], data["size"])
+
 
 @dataclass(frozen=True)
 class KernelInfo:
@@ -109,6 +113,17 @@ class KernelInfo:
             "cluster": _dim3_json(self.cluster),
             "max_registers": self.max_registers,
         }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "KernelInfo":
+        return cls(
+            name=data["name"], demangled=data["demangled"],
+            params=[ParamInfo.from_json(p) for p in data["params"]],
+            param_bytes=data["param_bytes"], registers=data["registers"],
+            shared_static=data["shared_static"], local=data["local"],
+            max_threads=_dim3_from_json(data["max_threads"]),
+            required_block=_dim3_from_json(data["required_block"]),
+            cluster=_dim3_from_json(data["cluster"]), max_registers=data["max_registers"])
 
 
 @dataclass(frozen=True)
@@ -146,6 +161,13 @@ class CubinInfo:
             "toolkit": self.toolkit,
             "kernels": [k.to_json() for k in self.kernels],
         }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "CubinInfo":
+        return cls(
+            path=data["path"], arch=data["arch"], sm=data["sm"], variant=data["variant"],
+            abi_version=data["abi_version"], elf_flags=data["elf_flags"],
+            toolkit=data["toolkit"], kernels=[KernelInfo.from_json(k) for k in data["kernels"]])
 
     def _where(self) -> str:
         return self.path or "the cubin"
@@ -386,6 +408,10 @@ def _int_value(value: Any) -> int | None:
 
 def _dim3_json(value: Dim3 | None) -> list[int] | None:
     return list(value) if value is not None else None
+
+
+def _dim3_from_json(value: list[int] | None) -> Dim3 | None:
+    return tuple(value) if value is not None else None
 
 
 # --- demangling ------------------------------------------------------------
