@@ -1,6 +1,6 @@
 """Time a kernel with device events, without timing the host.
 
-Three pitfalls shape this (cuda-facts.md, "Timing pitfalls"):
+Four pitfalls shape this (cuda-facts.md, "Timing pitfalls"):
 
 - An event pair around a launch on an idle GPU also times the host's launch
   latency. Each batch of samples therefore starts behind a spin kernel that
@@ -14,7 +14,7 @@ Three pitfalls shape this (cuda-facts.md, "Timing pitfalls"):
   cost. Back-to-back launches inside one pair pay it once, so the slope of
   pair time against launch count is the per-launch time, and
   pair(1 launch) - slope is the offset. It is measured on an empty kernel
-  (EventOffset) and subtracted from every sample; bench/event_offset.py has
+  (event_offset_us) and subtracted from every sample; bench/event_offset.py has
   the measurements behind this (the hot slope agrees with ncu within 1.5%).
 - The number of samples follows a time budget (warm-up and repetitions in ms,
   as `triton.testing.do_bench` does), bounded so that a tiny kernel does not

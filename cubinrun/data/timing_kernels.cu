@@ -31,5 +31,5 @@ extern "C" __global__ void cubinrun_spin(unsigned long long nanoseconds) {
 }
 
 // Does nothing. Event pairs around 1..16 back-to-back launches of it measure
-// what one event pair adds to the kernel it brackets (timing.py, EventOffset).
+// what one event pair adds to the kernel it brackets (timing.py, event_offset_us).
 extern "C" __global__ void cubinrun_empty() {}
