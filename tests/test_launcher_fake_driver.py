@@ -563,6 +563,24 @@ def test_bad_grid_and_stream(fake, small):
     assert fake.launch_count == 0
 
 
+def test_a_kept_grid_is_still_checked_against_each_config(fake, small):
+    gx = 2 ** 31                                   # fits alone, not times 2 CTAs
+    fake.set_param_sizes([4, 8])
+    small.launch(small.Config(1, (32,)), gx, 1, 1, 0, 11)
+    with pytest.raises(ValueError, match="gridX = 2147483648 is too large"):
+        small.launch(small.Config(1, (32,), num_ctas=2), gx, 1, 1, 0, 11)
+    assert [launch.grid for launch in fake.launches()] == [(gx, 1, 1)]
+
+
+def test_grid_and_stream_follow_new_values(fake, small):
+    config = small.Config(1, (32,))
+    fake.set_param_sizes([4, 8])
+    for grid, stream in (((3, 2, 1), 5), ((3, 2, 1), 5), ((7, 1, 1), 9), ((3, 2, 1), 5)):
+        small.launch(config, *grid, stream, 11)
+    assert [(launch.grid, launch.stream) for launch in fake.launches()] == [
+        ((3, 2, 1), 5), ((3, 2, 1), 5), ((7, 1, 1), 9), ((3, 2, 1), 5)]
+
+
 def test_wrong_argument_count_or_config(small):
     config = small.Config(1, (32,))
     expected = r"launch\(\) expected 1 kernel arguments \('i32',\), got "

@@ -392,11 +392,17 @@ static inline int to_tma_desc(PyObject *o, int k, CUtensorMap *out) {
    same arguments converts each once. Read and written with the GIL held. */
 static PyObject *last_arg[NUM_PARAMS + 1];
 
-static void remember_arg(int k, PyObject *o) {
+/* The same for gridX, gridY, gridZ and the stream, with their values. */
+static PyObject *last_fixed[4];
+static unsigned long long last_fixed_value[4];
+
+static void remember(PyObject **slot, PyObject *o) {
   int immutable = PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyBool_Check(o) ||
                   o == Py_None;
-  Py_XSETREF(last_arg[k], immutable ? Py_NewRef(o) : NULL);
+  Py_XSETREF(*slot, immutable ? Py_NewRef(o) : NULL);
 }
+
+static void remember_arg(int k, PyObject *o) { remember(&last_arg[k], o); }
 
 /* Kernel argument K into VAR with CONVERTER, or from last_VAR when the slot
    holds the same immutable object as last time. */
@@ -615,26 +621,39 @@ static PyTypeObject ConfigType = {
 /* ---- launching ----------------------------------------------------------- */
 
 /* Grid in programs as Triton counts them; x is launched num_ctas times larger. */
+static int grid_too_large(const char *name, PyObject *o, unsigned int factor) {
+  PyErr_Format(PyExc_ValueError, "%s = %S is too large (times %u CTAs, at most %u)", name, o,
+               factor, UINT_MAX);
+  return -1;
+}
+
 static int read_grid(PyObject *const *dims, unsigned int num_ctas, unsigned int grid[3]) {
   static const char *const names[3] = {"gridX", "gridY", "gridZ"};
   for (int i = 0; i < 3; i++) {
-    if (!PyLong_Check(dims[i])) {
-      PyErr_Format(PyExc_TypeError, "%s must be an int, got %s", names[i],
-                   Py_TYPE(dims[i])->tp_name);
-      return -1;
-    }
-    int overflow;
-    long long v = PyLong_AsLongLongAndOverflow(dims[i], &overflow);
     unsigned int factor = i == 0 ? num_ctas : 1;
-    if (overflow < 0 || v < 0) {
-      PyErr_Format(PyExc_ValueError, "%s = %S is negative", names[i], dims[i]);
-      return -1;
+    unsigned long long v;
+    if (dims[i] == last_fixed[i]) {
+      v = last_fixed_value[i];
+    } else {
+      if (!PyLong_Check(dims[i])) {
+        PyErr_Format(PyExc_TypeError, "%s must be an int, got %s", names[i],
+                     Py_TYPE(dims[i])->tp_name);
+        return -1;
+      }
+      int overflow;
+      long long read = PyLong_AsLongLongAndOverflow(dims[i], &overflow);
+      if (overflow < 0 || read < 0) {
+        PyErr_Format(PyExc_ValueError, "%s = %S is negative", names[i], dims[i]);
+        return -1;
+      }
+      if (overflow > 0)
+        return grid_too_large(names[i], dims[i], factor);
+      v = (unsigned long long)read;
+      remember(&last_fixed[i], dims[i]);
+      last_fixed_value[i] = v;
     }
-    if (overflow > 0 || (unsigned long long)v > UINT_MAX / factor) {
-      PyErr_Format(PyExc_ValueError, "%s = %S is too large (times %u CTAs, at most %u)",
-                   names[i], dims[i], factor, UINT_MAX);
-      return -1;
-    }
+    if (v > UINT_MAX / factor)
+      return grid_too_large(names[i], dims[i], factor);
     grid[i] = (unsigned int)v * factor;
   }
   return 0;
@@ -642,10 +661,16 @@ static int read_grid(PyObject *const *dims, unsigned int num_ctas, unsigned int 
 
 static int read_stream(PyObject *o, CUstream *out) {
   unsigned long long handle;
-  if (!PyLong_Check(o) || read_u64(o, &handle) < 0) {
-    PyErr_Format(PyExc_TypeError, "stream must be a CUstream handle as an int (0: default), got %R",
-                 o);
-    return -1;
+  if (o == last_fixed[3]) {
+    handle = last_fixed_value[3];
+  } else {
+    if (!PyLong_Check(o) || read_u64(o, &handle) < 0) {
+      PyErr_Format(PyExc_TypeError,
+                   "stream must be a CUstream handle as an int (0: default), got %R", o);
+      return -1;
+    }
+    remember(&last_fixed[3], o);
+    last_fixed_value[3] = handle;
   }
   *out = (CUstream)(uintptr_t)handle;
   return 0;
