@@ -63,26 +63,37 @@ def launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_b
 
 def _launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_bench,
             raw_events, arch):
-    opened = None
-    if not dry_run:             # CUDA initialises while the spec and binary are read
-        from .driver import open_device_soon
-        opened = open_device_soon(device or 0)
+    if dry_run:
+        return _launch_dry(spec_path, overrides, as_json, arch)
+    from .driver import DeviceOpening
+    opening = DeviceOpening(device or 0)    # CUDA initialises while the spec and binary are read
+    try:
+        _launch_on(opening, spec_path, overrides, device, as_json, warmup, rep, l2, no_bench,
+                   raw_events)
+    finally:
+        opening.settle()                    # never exit with the driver mid-initialisation
+
+
+def _launch_dry(spec_path, overrides, as_json, arch):
+    from .prepare import prepare
+    from .report import print_json, render_plan
+    from .spec import load_spec, parse_overrides
+    prepared = prepare(load_spec(spec_path, parse_overrides(overrides)), arch=arch)
+    if as_json:
+        print_json(prepared.to_json())
+    else:
+        render_plan(prepared, _console())
+
+
+def _launch_on(opening, spec_path, overrides, device, as_json, warmup, rep, l2, no_bench,
+               raw_events):
     from .spec import load_spec, parse_overrides
     spec = load_spec(spec_path, parse_overrides(overrides))
-    if dry_run:
-        from .prepare import prepare
-        from .report import print_json, render_plan
-        prepared = prepare(spec, arch=arch)
-        if as_json:
-            print_json(prepared.to_json())
-        else:
-            render_plan(prepared, _console())
-        return
     from .run import RunOptions, run_spec
     from .report import print_json, render_result
     options = RunOptions(device=device, warmup_ms=warmup, rep_ms=rep, l2=l2,
                          bench=not no_bench, progress=not as_json, raw_events=raw_events)
-    result = run_spec(spec, options, opened)
+    result = run_spec(spec, options, opening)
     if as_json:
         print_json(result.to_json())
     else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 import functools
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .errors import CudaError, UsageError
 
@@ -125,36 +125,42 @@ def open_device(ordinal: int = 0) -> Device:
     return device
 
 
-def open_device_soon(ordinal: int = 0) -> Callable[[], Device]:
-    """Start opening the device on a thread; the returned function waits for it.
+class DeviceOpening:
+    """The device being opened on a thread; `wait()` gives it.
 
     cuInit and retaining the primary context take ~0.25 s in the driver, which
     runs them without the GIL, so `launch` starts them first and reads the spec,
-    the binary and the launcher meanwhile. The waiting function re-raises what
-    the thread raised (no driver, a bad --device) and makes the context current
-    on the calling thread, since a current context is per thread.
+    the binary and the data meanwhile. `wait()` re-raises what the thread raised
+    (no driver, a bad --device) and makes the context current on the calling
+    thread, since a current context is per thread. `settle()` only waits: a
+    process must not exit while the driver is mid-initialisation, or libcuda's
+    exit handlers can meet a thread inside it.
     """
-    import threading
-    outcome: dict[str, Any] = {}
 
-    def open_on_thread() -> None:
+    def __init__(self, ordinal: int = 0):
+        import threading
+        self._outcome: dict[str, Any] = {}
+        self._thread = threading.Thread(target=self._open, args=(ordinal,), daemon=True,
+                                        name="cubinrun-open-device")
+        self._thread.start()
+
+    def _open(self, ordinal: int) -> None:
         try:
             device = get_device(ordinal)
-            outcome["opened"] = (device, call("cuDevicePrimaryCtxRetain", device.handle))
+            self._outcome["opened"] = (device, call("cuDevicePrimaryCtxRetain", device.handle))
         except BaseException as exc:          # handed to the waiting thread
-            outcome["error"] = exc
+            self._outcome["error"] = exc
 
-    thread = threading.Thread(target=open_on_thread, name="cubinrun-open-device", daemon=True)
-    thread.start()
+    def settle(self) -> None:
+        self._thread.join()
 
-    def wait() -> Device:
-        thread.join()
-        if "error" in outcome:
-            raise outcome["error"]
-        device, context = outcome["opened"]
+    def wait(self) -> Device:
+        self.settle()
+        if "error" in self._outcome:
+            raise self._outcome["error"]
+        device, context = self._outcome["opened"]
         call("cuCtxSetCurrent", context)
         return device
-    return wait
 
 
 def device_attribute(handle, attribute: str) -> int:

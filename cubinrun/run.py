@@ -150,14 +150,14 @@ def prepare_early(spec: Spec) -> Early:
 
 
 def run_spec(spec: Spec, options: RunOptions,
-             device: Callable[[], driver.Device] | None = None) -> RunResult:
-    """Run the spec. `device`, if given, waits for a device being opened on a
-    thread (driver.open_device_soon): the binary, the launcher and the host
-    data are made before waiting, while the driver initialises."""
+             opening: driver.DeviceOpening | None = None) -> RunResult:
+    """Run the spec. With `opening` (the device being opened on a thread), the
+    binary, the launcher and the host data are made before waiting for it,
+    while the driver initialises."""
     early = None
-    if device is not None:
+    if opening is not None:
         early = prepare_early(spec)
-        opened = device()
+        opened = opening.wait()
     else:
         opened = driver.open_device(options.device or 0)
     ready = make_ready(spec, opened, early=early)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import json
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -160,6 +161,24 @@ def test_a_cubin_for_another_arch_is_refused_after_the_early_preparation(device,
     assert err.strip().endswith("kernel.cubin: the cubin is for sm_90, which cannot run on "
                                 "Fake H200 (sm_80)")
     assert "cuModuleLoadData" not in device.calls
+
+
+def test_a_spec_error_waits_for_the_driver_to_finish_initialising(device, monkeypatch,
+                                                                    tmp_path, capsys):
+    # CUDA starts on a thread before the spec is read; exiting while cuInit runs
+    # could meet libcuda's exit handlers, so the error path waits for it too
+    finished = []
+
+    def slow_init(flags):
+        time.sleep(0.2)
+        finished.append(True)
+    monkeypatch.setattr(device, "cuInit", slow_init)
+    spec = tmp_path / "bad.yaml"
+    text = (CONFIGS / "vector_add.yaml").read_text().replace("../kernels", str(REPO / "kernels"))
+    spec.write_text(text.replace("add_kernel", "no_such"))
+    code, _, err = run_cli(capsys, "launch", spec)
+    assert code == 2 and "has no kernel 'no_such'" in err
+    assert finished == [True]
 
 
 def test_a_device_that_is_not_there_is_a_usage_error(device, capsys):
