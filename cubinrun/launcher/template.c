@@ -6,9 +6,10 @@
    A Config, built once per kernel, holds everything that does not change
    between launches (function, block, shared memory, launch attributes,
    scratch pointers). launch() converts the arguments straight into their C
-   storage and calls cuLaunchKernelEx (launch_n() with the GIL released). The driver is
-   opened with dlopen at first need, so the module imports on a machine that
-   has none; cuda.h is used for types and enums only. */
+   storage, or copies them when a slot gets the same immutable object as last
+   time, and calls cuLaunchKernelEx; launch_n() releases the GIL for its loop.
+   The driver is opened with dlopen at first need, so the module imports on a
+   machine that has none; cuda.h is used for types and enums only. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 

@@ -6,9 +6,10 @@
    A Config, built once per kernel, holds everything that does not change
    between launches (function, block, shared memory, launch attributes,
    scratch pointers). launch() converts the arguments straight into their C
-   storage and calls cuLaunchKernelEx (launch_n() with the GIL released). The driver is
-   opened with dlopen at first need, so the module imports on a machine that
-   has none; cuda.h is used for types and enums only. */
+   storage, or copies them when a slot gets the same immutable object as last
+   time, and calls cuLaunchKernelEx; launch_n() releases the GIL for its loop.
+   The driver is opened with dlopen at first need, so the module imports on a
+   machine that has none; cuda.h is used for types and enums only. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -24,7 +25,7 @@
 /* ABI is bumped when the calling convention changes. launch() takes
    FIXED_ARGS (config, gridX, gridY, gridZ, stream), then NUM_PARAMS kernel
    arguments; NUM_SCRATCH pointers from the Config follow them. */
-#define MODULE_NAME "cubinrun_launcher_1c7fd48f88064c9f"
+#define MODULE_NAME "cubinrun_launcher_f14ab235f24a9c88"
 #define ABI 1
 #define FIXED_ARGS 5
 #define NUM_PARAMS 4
@@ -801,7 +802,7 @@ static PyObject *make_signature_tuple(void) {
   return t;
 }
 
-PyMODINIT_FUNC PyInit_cubinrun_launcher_1c7fd48f88064c9f(void) {
+PyMODINIT_FUNC PyInit_cubinrun_launcher_f14ab235f24a9c88(void) {
   if (PyType_Ready(&ConfigType) < 0)
     return NULL;
   data_ptr_name = PyUnicode_InternFromString("data_ptr");
