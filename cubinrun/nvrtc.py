@@ -19,9 +19,9 @@ nvidia-nvjitlink), not ptxas and not the driver's JIT:
 The cache (`cached_compile`, `cached_compile_ptx`) lives under
 $CUBINRUN_CACHE_DIR, else $XDG_CACHE_HOME/cubinrun, else ~/.cache/cubinrun,
 in `nvrtc/` and `nvjitlink/`. A key is the sha256 of the source bytes, every
-option, define and include folder, the arch and the compiler version. Headers
-are not hashed: after editing an included header, recompile with
-`refresh=True` (`--no-cache`) or touch the source's bytes.
+option, define and include folder, the arch, the compiler version and the
+contents of the local headers the source includes (includes.py), so editing
+a header compiles again.
 """
 from __future__ import annotations
 
@@ -264,10 +264,13 @@ def cached_compile(source: str, *, name: str, arch: str, options: Sequence[str] 
                    include_dirs: Sequence[str | os.PathLike] = (),
                    name_expressions: Sequence[str] = (), refresh: bool = False) -> CachedCompile:
     """`compile_cuda` through the cache; `refresh` compiles again and overwrites."""
+    from .includes import headers_digest, include_dirs_in
     args = nvrtc_options(name=name, arch=arch, options=options, defines=defines,
                          include_dirs=include_dirs)
+    user_folders = [*map(str, include_dirs), *include_dirs_in(options)]
     key = _key(source.encode(), tool="nvrtc", version=nvrtc_version(), arch=arch, name=name,
-               options=args, name_expressions=list(name_expressions))
+               options=args, name_expressions=list(name_expressions),
+               headers=headers_digest(source.encode(), Path(name), user_folders))
     folder = cache_root() / "nvrtc"
     if not refresh and (found := _lookup(folder, key)):
         return found

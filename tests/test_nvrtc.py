@@ -244,3 +244,18 @@ def test_missing_nvjitlink_says_what_to_install(monkeypatch):
     monkeypatch.setattr(nvjitlink, "version", absent)
     with pytest.raises(BuildError, match="pip install nvidia-nvjitlink"):
         nv.compile_ptx(b"", arch="sm_90")
+
+
+def test_editing_an_included_header_compiles_again(cache_dir, tmp_path):
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "value.h").write_text("#define VALUE 3\n")
+    (tmp_path / "local.h").write_text('#include <value.h>\n')
+    source = ('#include "local.h"\n'
+              'extern "C" __global__ void k(int *x) { x[0] = VALUE; }\n')
+    kwargs = dict(name=str(tmp_path / "k.cu"), arch="sm_90",
+                  options=[f"-I{tmp_path / 'inc'}"])
+    first = nv.cached_compile(source, **kwargs)
+    assert not first.hit and nv.cached_compile(source, **kwargs).hit
+    (tmp_path / "inc" / "value.h").write_text("#define VALUE 4\n")   # two includes deep
+    edited = nv.cached_compile(source, **kwargs)
+    assert not edited.hit and edited.compiled.cubin != first.compiled.cubin

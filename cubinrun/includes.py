@@ -1,0 +1,73 @@
+"""The local headers a CUDA source includes, so that editing one recompiles.
+
+NVRTC reports no dependencies (it refuses -M and -MD), so cached compiles
+would keep a cubin built from an old header. This follows `#include` lines
+itself: "quoted" names from the including file's folder, then the include
+folders; <angled> names from the include folders only. Whatever is not found
+there (CUDA's and the C++ library's headers) belongs to the toolkit, whose
+version is already in the cache key. Conditional includes are all followed:
+a header that is not really used only costs a needless recompile.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Sequence
+
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+MAX_HEADERS = 1000      # a bound on the walk, far above any real kernel
+
+
+def include_dirs_in(options: Sequence[str]) -> list[str]:
+    """Folders named by -I DIR, -IDIR and --include-path=DIR in NVRTC options."""
+    folders, args = [], iter(options)
+    for arg in args:
+        if arg == "-I":
+            folders.append(next(args, ""))
+        elif arg.startswith("--include-path="):
+            folders.append(arg.split("=", 1)[1])
+        elif arg.startswith("-I"):
+            folders.append(arg[2:])
+    return [f for f in folders if f]
+
+
+def local_headers(source: bytes, source_path: Path, folders: Sequence[str]) -> list[Path]:
+    """Every header reachable from `source` that lies in its folder or `folders`."""
+    search = [Path(f) for f in folders]
+    found: dict[Path, None] = {}
+    pending = [(source, source_path.resolve().parent)]
+    while pending and len(found) < MAX_HEADERS:
+        text, here = pending.pop()
+        for quote, name in _INCLUDE.findall(text):
+            places = ([here] if quote == b'"' else []) + search
+            header = _first_file(name.decode(errors="replace"), places)
+            if header is None or header in found:
+                continue
+            found[header] = None
+            try:
+                pending.append((header.read_bytes(), header.parent))
+            except OSError:
+                continue
+    return list(found)
+
+
+def headers_digest(source: bytes, source_path: Path, folders: Sequence[str]) -> str:
+    """SHA-256 over the local headers' paths and contents."""
+    digest = hashlib.sha256()
+    for header in local_headers(source, source_path, folders):
+        digest.update(str(header).encode() + b"\0")
+        try:
+            digest.update(header.read_bytes())
+        except OSError:
+            digest.update(b"<unreadable>")
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _first_file(name: str, places: Sequence[Path]) -> Path | None:
+    for place in places:
+        candidate = place / name
+        if candidate.is_file():
+            return candidate.resolve()
+    return None
