@@ -4,7 +4,9 @@ Grammar (SPEC.md): numbers, names (vars, scalar args and, in `check.expect`,
 buffer args as NumPy arrays), `+ - * / // % **`, unary `+ -`, parentheses,
 comparisons, and the calls `cdiv min max abs next_pow2 log2`; in
 `check.expect` also `sqrt exp log sin cos tanh where abs maximum minimum`.
-No attributes, subscripts, keywords or other calls. Nothing reaches `eval`.
+A tuple argument's elements are named like `t[0]` (`t[1][0]` when nested),
+so a subscript with a constant index is part of a name. No attributes, other
+subscripts, keywords or other calls. Nothing reaches `eval`.
 
 Integers are unbounded in Python, so every integer result is capped at
 MAX_INT_BITS and a power is refused before it is computed if its result
@@ -134,6 +136,8 @@ def _check_tree(node: ast.AST, source: str, functions: frozenset[str]) -> set[st
                 raise SpecError(f"only numbers are allowed as literals in {source!r}")
         elif isinstance(n, ast.Name):
             names.add(n.id)
+        elif isinstance(n, ast.Subscript) and (element := _element_name(n)):
+            names.add(element)
         elif isinstance(n, ast.BinOp) and type(n.op) in _BINARY:
             visit(n.left)
             visit(n.right)
@@ -156,11 +160,22 @@ def _check_tree(node: ast.AST, source: str, functions: frozenset[str]) -> set[st
                 visit(a)
         else:
             raise SpecError(f"{type(n).__name__} is not allowed in {source!r} "
-                            "(only numbers, names, arithmetic, comparisons and "
-                            "the listed functions)")
+                            "(only numbers, names, tuple elements like t[0], arithmetic, "
+                            "comparisons and the listed functions)")
 
     visit(node)
     return names
+
+
+def _element_name(n: ast.AST) -> str | None:
+    """`t[0]`, `t[1][0]`: a tuple element's name; None for any other expression."""
+    if isinstance(n, ast.Name):
+        return n.id
+    if (isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant)
+            and _is_int(n.slice.value) and n.slice.value >= 0):
+        base = _element_name(n.value)
+        return f"{base}[{n.slice.value}]" if base else None
+    return None
 
 
 class _Evaluator:
@@ -171,14 +186,15 @@ class _Evaluator:
     def visit(self, n: ast.AST) -> Any:
         if isinstance(n, ast.Constant):
             return n.value
-        if isinstance(n, ast.Name):
-            if n.id in self.functions and n.id not in self.env:
-                raise SpecError(f"{n.id!r} is a function, call it")
+        if isinstance(n, (ast.Name, ast.Subscript)):
+            name = _element_name(n)
+            if name in self.functions and name not in self.env:
+                raise SpecError(f"{name!r} is a function, call it")
             try:
-                return self.env[n.id]
+                return self.env[name]
             except KeyError:
                 known = ", ".join(sorted(self.env)) or "none"
-                raise SpecError(f"unknown name {n.id!r} (known: {known})") from None
+                raise SpecError(f"unknown name {name!r} (known: {known})") from None
         if isinstance(n, ast.BinOp):
             left, right = self.visit(n.left), self.visit(n.right)
             if isinstance(n.op, ast.Pow):

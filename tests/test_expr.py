@@ -59,7 +59,8 @@ def test_numbers_are_expressions_too():
     ("__import__('os')", "not allowed"),
     ("open('x')", "call to 'open' is not allowed"),
     ("x.real", "Attribute is not allowed"),
-    ("x[0]", "Subscript is not allowed"),
+    ("x[n]", "Subscript is not allowed"),
+    ("x[-1]", "Subscript is not allowed"),
     ("lambda: 1", "Lambda is not allowed"),
     ("[1, 2]", "List is not allowed"),
     ("'text'", "only numbers"),
@@ -127,3 +128,17 @@ def test_array_dialect_elementwise():
 def test_array_dialect_still_refuses_other_calls():
     with pytest.raises(SpecError, match="call to 'sum' is not allowed"):
         parse_expr("sum(x)", arrays=True)
+
+
+def test_tuple_elements_are_names():
+    expr = parse_expr("t[0] + 2 * t[1][2]")
+    assert expr.names == {"t[0]", "t[1][2]"}
+    assert expr.evaluate({"t[0]": 1, "t[1][2]": 3}) == 7
+    with pytest.raises(SpecError, match=r"unknown name 't\[1\]\[2\]' \(known: t\[0\]\)"):
+        expr.evaluate({"t[0]": 1})
+
+
+def test_tuple_elements_in_check_expressions_are_arrays():
+    expr = parse_expr("where(t[0] > 0, t[1], -t[1])", arrays=True)
+    out = expr.evaluate({"t[0]": np.array([1.0, -1.0]), "t[1]": np.array([2.0, 3.0])})
+    assert out.tolist() == [2.0, -3.0]

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import pytest
 from fakecuda import fake_driver_env
 
@@ -184,6 +185,18 @@ def test_a_spec_error_waits_for_the_driver_to_finish_initialising(device, monkey
 def test_a_device_that_is_not_there_is_a_usage_error(device, capsys):
     code, _, err = run_cli(capsys, "launch", CONFIGS / "vector_add.yaml", "--device", "3")
     assert code == 2 and "--device 3: there is 1 device (0..0)" in err
+
+
+def test_check_expect_names_tuple_elements(device, capsys):
+    from cubinrun.buffers import make_host_arrays
+    from cubinrun.plan import make_plan
+    from cubinrun.spec import load_spec, parse_overrides
+    path = CONFIGS / "vector_add_tuple.yaml"
+    code, out, _ = run_cli(capsys, "launch", "--json", "--no-bench", path, "--set", "N=4096")
+    assert code == 1                                    # no kernel runs here: out stays zero
+    x0, x1, _ = make_host_arrays(make_plan(load_spec(path, parse_overrides(["N=4096"]))))
+    expected = np.abs(x0.astype(np.float64) + x1).max()  # so the reference was xy[0] + xy[1]
+    assert json.loads(out)["check"]["outputs"]["out"]["max_abs_err"] == pytest.approx(expected)
 
 
 def test_the_human_report(device, capsys):
