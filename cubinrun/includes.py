@@ -34,8 +34,21 @@ def include_dirs_in(options: Sequence[str]) -> list[str]:
 
 def local_headers(source: bytes, source_path: Path, folders: Sequence[str]) -> list[Path]:
     """Every header reachable from `source` that lies in its folder or `folders`."""
+    return list(_read_headers(source, source_path, folders))
+
+
+def headers_digest(source: bytes, source_path: Path, folders: Sequence[str]) -> str:
+    """SHA-256 over the local headers' paths and contents."""
+    digest = hashlib.sha256()
+    for header, text in _read_headers(source, source_path, folders).items():
+        digest.update(str(header).encode() + b"\0" + text + b"\0")
+    return digest.hexdigest()
+
+
+def _read_headers(source: bytes, source_path: Path, folders: Sequence[str]) -> dict[Path, bytes]:
+    """The local headers and their contents, each read once (b"" if unreadable)."""
     search = [Path(f) for f in folders]
-    found: dict[Path, None] = {}
+    found: dict[Path, bytes] = {}
     pending = [(source, source_path.resolve().parent)]
     while pending and len(found) < MAX_HEADERS:
         text, here = pending.pop()
@@ -44,25 +57,13 @@ def local_headers(source: bytes, source_path: Path, folders: Sequence[str]) -> l
             header = _first_file(name.decode(errors="replace"), places)
             if header is None or header in found:
                 continue
-            found[header] = None
             try:
-                pending.append((header.read_bytes(), header.parent))
+                found[header] = header.read_bytes()
             except OSError:
+                found[header] = b""
                 continue
-    return list(found)
-
-
-def headers_digest(source: bytes, source_path: Path, folders: Sequence[str]) -> str:
-    """SHA-256 over the local headers' paths and contents."""
-    digest = hashlib.sha256()
-    for header in local_headers(source, source_path, folders):
-        digest.update(str(header).encode() + b"\0")
-        try:
-            digest.update(header.read_bytes())
-        except OSError:
-            digest.update(b"<unreadable>")
-        digest.update(b"\0")
-    return digest.hexdigest()
+            pending.append((found[header], header.parent))
+    return found
 
 
 def _first_file(name: str, places: Sequence[Path]) -> Path | None:
