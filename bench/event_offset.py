@@ -56,12 +56,8 @@ def pair_median(proc: InProcess, kernels, body, launches_per_sample: int) -> flo
     return statistics.median(times)
 
 
-def slope(xs, ys) -> float:
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-
-
 def measure(proc: InProcess, kernels) -> dict:
+    from cubinrun.timing import least_squares_slope as slope
     launch = proc.ready.launch
     for _ in range(200):
         launch(proc.stream)

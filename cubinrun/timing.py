@@ -172,11 +172,14 @@ def offset_from_medians(medians: dict[int, float]) -> float:
     repeats = sorted(medians)
     if len(repeats) < 2:
         raise ValueError("the offset needs pairs around at least two launch counts")
-    mean_r = statistics.fmean(repeats)
-    mean_t = statistics.fmean(medians[r] for r in repeats)
-    slope = (sum((r - mean_r) * (medians[r] - mean_t) for r in repeats)
-             / sum((r - mean_r) ** 2 for r in repeats))
+    slope = least_squares_slope(repeats, [medians[r] for r in repeats])
     return max(0.0, medians[repeats[0]] - repeats[0] * slope)
+
+
+def least_squares_slope(xs: list[float], ys: list[float]) -> float:
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+    return (sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys))
+            / sum((x - mean_x) ** 2 for x in xs))
 
 
 def event_offset_us(stream: int, kernels: TimingKernels) -> float:
