@@ -176,6 +176,7 @@ class _Run:
 
     def execute(self) -> RunResult:
         from .props import peak_bandwidth_gbps, peak_fp32_tflops
+        from .stats import Summary
         spec, plan, device, kernel = self.spec, self.plan, self.device, self.ready.kernel
         attr = lambda name: driver.device_attribute(device.handle, name)  # noqa: E731
         device_info = {
@@ -196,7 +197,6 @@ class _Run:
         if self.options.bench and plan.ctas > 0:
             result.l2 = self.options.l2 or spec.bench.l2
             timed = self.time(self.ready.launch, stream, result.l2)
-            from .stats import Summary
             result.timing = Summary.from_samples(timed.samples_us)
             result.event_offset_us = timed.event_offset_us
         return result
