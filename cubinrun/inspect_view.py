@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .cubin import CubinInfo, Dim3, KernelInfo
+    from .binary.cubin import CubinInfo, Dim3, KernelInfo
 
 
 def render_inspect(info: "CubinInfo", console) -> None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import ModuleType
 
-from .binary import Binary, load_binary
+from .binary.load import Binary, load_binary
+from .binary.validate import check_arch, validate
 from .plan import Plan, make_plan
 from .spec import Spec
-from .validate import check_arch, validate
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import driver
+from .text import human_bytes
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,6 @@ def collect_all(ordinal: int | None) -> list[dict]:
 
 def format_value(value, unit: str) -> str:
     """How a property value reads in the table."""
-    from .report import human_bytes
     if value is None:
         return "n/a"
     if unit == "B":
@@ -138,7 +138,6 @@ def format_value(value, unit: str) -> str:
 
 def table_rows(info: dict) -> list[tuple[str, str]]:
     """(label, text) rows for one device, in the table's order."""
-    from .report import human_bytes
     rows = [("name", info["name"]),
             ("compute capability", f"{info['compute_capability']} ({info['arch']})"),
             ("memory", human_bytes(info["memory_bytes"]))]

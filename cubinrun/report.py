@@ -9,6 +9,8 @@ import math
 import sys
 from typing import TYPE_CHECKING, Any
 
+from .text import dims, human_bytes
+
 if TYPE_CHECKING:
     from .prepare import Prepared
 
@@ -29,29 +31,17 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
-        n /= 1024
-    raise AssertionError
-
-
-def _dims(values) -> str:
-    return " x ".join(str(v) for v in values)
-
-
 def render_plan(prepared: "Prepared", console) -> None:
     from rich.table import Table
     plan = prepared.plan
     spec, launch = plan.spec, plan.spec.launch
     console.print(f"[bold]{spec.kernel.name or '(the only kernel)'}[/bold]  "
                   f"{spec.kernel.kind} {spec.kernel.path}")
-    grid = _dims(spec.grid)
+    grid = dims(spec.grid)
     if launch.num_ctas > 1:
-        grid += f" programs ({_dims(spec.launched_grid)} CTAs)"
-    console.print(f"grid {grid}  block {_dims(spec.block)}  shared {launch.shared} B"
-                  + (f"  cluster {_dims(plan.cluster)}" if plan.cluster else "")
+        grid += f" programs ({dims(spec.launched_grid)} CTAs)"
+    console.print(f"grid {grid}  block {dims(spec.block)}  shared {launch.shared} B"
+                  + (f"  cluster {dims(plan.cluster)}" if plan.cluster else "")
                   + ("  cooperative" if launch.cooperative else "")
                   + ("  pdl" if launch.pdl else ""))
     if plan.ctas == 0:
@@ -73,7 +63,7 @@ def render_plan(prepared: "Prepared", console) -> None:
         for column in ("name", "dtype", "shape", "bytes", "init", "save"):
             buffers.add_column(column, justify="right" if column == "bytes" else "left")
         for b in spec.buffers.values():
-            buffers.add_row(b.name, b.dtype.name, _dims(b.shape), human_bytes(b.nbytes),
+            buffers.add_row(b.name, b.dtype.name, dims(b.shape), human_bytes(b.nbytes),
                             b.init.describe(), str(b.save) if b.save else "")
         console.print(buffers)
     console.print(f"device memory {human_bytes(plan.device_bytes)}; "
@@ -99,10 +89,10 @@ def render_result(result, console) -> None:
     from rich.table import Table
     spec, kernel, device = result.spec, result.kernel, result.device
     console.print(f"[bold]{kernel['name']}[/bold] on {device['name']} ({device['arch']})")
-    geometry = (f"grid {_dims(spec.grid)}  block {_dims(spec.block)}  "
+    geometry = (f"grid {dims(spec.grid)}  block {dims(spec.block)}  "
                 f"shared {spec.launch.shared} B")
     if kernel.get("cluster"):
-        geometry += f"  cluster {_dims(kernel['cluster'])}"
+        geometry += f"  cluster {dims(kernel['cluster'])}"
     console.print(geometry)
     console.print(f"registers {kernel['registers']}  static shared {kernel['shared_static']} B  "
                   f"local {kernel['local']} B  max threads {kernel['max_threads']}")

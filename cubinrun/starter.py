@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .cubin import CubinInfo, KernelInfo
+from .binary.cubin import CubinInfo, KernelInfo
 
 GUESS_BY_SIZE = {8: '"*fp32"', 4: "i32", 2: "i16", 1: "i8", 128: "nvTmaDesc"}
 ALTERNATIVES = {8: "a pointer *T, or i64 / u64 / fp64",

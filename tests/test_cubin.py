@@ -1,4 +1,4 @@
-"""cubinrun.cubin against cubins built by tests/fixtures/make_cubins.sh.
+"""cubinrun.binary.cubin against cubins built by tests/fixtures/make_cubins.sh.
 
 Expected registers, static shared memory and stack sizes are what
 `nvcc -Xptxas -v` (13.0.88) printed for these builds; on an H200 the driver
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cubinrun.cubin import (demangle, extract_cubins, is_fatbin, load_cubin,
+from cubinrun.binary.cubin import (demangle, extract_cubins, is_fatbin, load_cubin,
                             load_cubins, read_cubin, read_fatbin)
 from cubinrun.errors import SpecError
 
@@ -423,7 +423,7 @@ def test_render_inspect(infos):
 
 
 def test_import_is_light():
-    code = ("import sys, cubinrun.cubin, cubinrun.inspect_view; "
+    code = ("import sys, cubinrun.binary.cubin, cubinrun.inspect_view; "
             "print(sorted(m for m in ('elftools', 'rich') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).parent.parent)

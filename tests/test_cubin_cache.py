@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cubinrun import cubin_cache
-from cubinrun.cubin import CubinInfo, read_cubin
+from cubinrun.binary import cubin_cache
+from cubinrun.binary.cubin import CubinInfo, read_cubin
 from cubinrun.errors import SpecError
 
 CUBINS = Path(__file__).parent / "fixtures" / "cubins"
@@ -62,7 +62,7 @@ def test_an_unwritable_cache_still_reads(tmp_path, monkeypatch):
 
 
 def test_a_hit_does_not_import_pyelftools(tmp_path):
-    code = ("import sys; from cubinrun.cubin_cache import read_cubin_cached; "
+    code = ("import sys; from cubinrun.binary.cubin_cache import read_cubin_cached; "
             f"read_cubin_cached(open({str(CUBINS / 'params.sm_90.cubin')!r}, 'rb').read()); "
             "print('elftools' in ' '.join(sys.modules))")
     env = {"CUBINRUN_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cubinrun.includes import headers_digest, include_dirs_in, local_headers
+from cubinrun.binary.includes import headers_digest, include_dirs_in, local_headers
 
 
 def write(path: Path, text: str) -> Path:

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from cubinrun import nvrtc as nv
+from cubinrun.binary import nvrtc as nv
 from cubinrun.cache import cache_root
 from cubinrun.errors import BuildError, UsageError
 

@@ -8,7 +8,7 @@ from cubinrun import tma
 from cubinrun.dtypes import ELEMENT_TYPES
 from cubinrun.errors import SpecError
 from cubinrun.spec import BufferArg, DescArg, Init
-from cubinrun.validate import arch_runs_on, check_arch
+from cubinrun.binary.validate import arch_runs_on, check_arch
 
 
 @pytest.mark.parametrize("cubin_sm, variant, device_sm, runs", [

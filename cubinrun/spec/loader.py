@@ -174,7 +174,7 @@ class _SpecBuilder:
         if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
             raise self.error("must be a list of strings", "kernel.options", node, "options")
         if kind == "triton":
-            from ..triton_cache import read_triton_entry
+            from .triton_entry import read_triton_entry
             self.triton = read_triton_entry(path, with_signature="signature" not in t)
             name = name or self.triton.name
         return KernelRef(kind, path, name, tuple(options))

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import SpecError
+from ..spec import Spec
 from .cubin import CubinInfo, KernelInfo
 from .cubin_cache import read_cubin_cached
-from .errors import SpecError
-from .spec import Spec
 
 
 @dataclass(frozen=True)

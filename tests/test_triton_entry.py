@@ -12,7 +12,7 @@ import pytest
 
 from cubinrun.errors import SpecError
 from cubinrun.signature import expand, leaf_size
-from cubinrun.triton_cache import read_triton_entry, signature_from_ttir
+from cubinrun.spec.triton_entry import read_triton_entry, signature_from_ttir
 
 FIXTURES = Path(__file__).parent / "fixtures" / "triton"
 VERSIONS = ["3.4.0", "3.5.1", "3.6.0"]

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Union
 
-from .errors import SpecError
+from ..errors import SpecError
 
 EM_CUDA = 190
 STO_CUDA_ENTRY = 0x10

@@ -30,10 +30,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .dtypes import ELEMENT_TYPES
-from .errors import SpecError
-from .signature import (ParamType, PointerType, ScalarType, Signature, TensorDescType,
-                        TupleType)
+from ..dtypes import ELEMENT_TYPES
+from ..errors import SpecError
+from ..signature import (
+    ParamType,
+    PointerType,
+    ScalarType,
+    Signature,
+    TensorDescType,
+    TupleType,
+)
 
 
 @dataclass(frozen=True)

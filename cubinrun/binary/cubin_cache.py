@@ -14,8 +14,8 @@ import hashlib
 import json
 from pathlib import Path
 
+from ..cache import cache_root, write_atomically
 from . import cubin
-from .cache import cache_root, write_atomically
 from .cubin import CubinInfo
 
 

@@ -8,10 +8,10 @@ against the kernel's bounds and the cluster against a compiled-in one.
 """
 from __future__ import annotations
 
+from ..errors import SpecError
+from ..plan import Plan
+from ..signature import leaf_size
 from .cubin import CubinInfo, KernelInfo
-from .errors import SpecError
-from .plan import Plan
-from .signature import leaf_size
 
 SCRATCH_NAMES = ("global_scratch", "profile_scratch")
 

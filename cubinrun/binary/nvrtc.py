@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from .cache import cache_root, write_atomically
-from .errors import BuildError, UsageError
+from ..cache import cache_root, write_atomically
+from ..errors import BuildError, UsageError
 
 # --- architectures -------------------------------------------------------
 

@@ -1,0 +1,85 @@
+"""Commands on binaries: `inspect` a cubin, `compile` CUDA C++ to one, and
+`init` a starter spec from one."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .common import console, current_arch, existing, json_option
+
+
+@click.command()
+@click.argument("path", metavar="FILE", type=click.Path(dir_okay=False))
+@click.option("--kernel", "kernel_name", metavar="NAME", help="Only this kernel.")
+@json_option
+def inspect(path, kernel_name, as_json):
+    """Show what a cubin (or a fatbin's cubins) holds: arch, kernels, parameters."""
+    from dataclasses import replace
+
+    from ..binary.cubin import load_cubins
+    infos = load_cubins(existing(path))
+    if kernel_name:
+        infos = [replace(info, kernels=[info.kernel(kernel_name)]) for info in infos]
+    if as_json:
+        from ..report import print_json
+        print_json(infos[0].to_json() if len(infos) == 1
+                   else {"cubins": [info.to_json() for info in infos]})
+    else:
+        from ..inspect_view import render_inspect
+        out = console()
+        for info in infos:
+            render_inspect(info, out)
+
+
+@click.command("compile")
+@click.argument("source", metavar="SRC.cu", type=click.Path(dir_okay=False))
+@click.option("--arch", metavar="SM", help="Target, e.g. sm_90 (default: the current device).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
+              help="Output cubin (default: SRC with .<arch>.cubin).")
+@click.option("-D", "defines", multiple=True, metavar="NAME[=VALUE]", help="Define a macro.")
+@click.option("-I", "include_dirs", multiple=True, metavar="DIR", help="Add an include folder.")
+@click.option("--option", "options", multiple=True, metavar="FLAG",
+              help="Pass a flag to NVRTC (repeatable), e.g. --option=-lineinfo.")
+@click.option("--name-expression", "name_expressions", multiple=True, metavar="EXPR",
+              help="A template instantiation to compile and name, e.g. 'kern<float>'.")
+def compile_command(source, arch, output, defines, include_dirs, options, name_expressions):
+    """Compile CUDA C++ to a cubin with NVRTC (no GPU needed with --arch)."""
+    from pathlib import Path
+
+    from ..binary.nvrtc import compile_cuda
+    path = existing(source)
+    arch = arch or current_arch()
+    macros = dict(d.split("=", 1) if "=" in d else (d, None) for d in defines)
+    compiled = compile_cuda(path.read_text(), name=str(path), arch=arch, options=options,
+                            defines=macros, include_dirs=include_dirs,
+                            name_expressions=name_expressions)
+    out = Path(output) if output else path.with_suffix(f".{arch}.cubin")
+    out.write_bytes(compiled.cubin)
+    if compiled.log.strip():
+        sys.stderr.write(compiled.log.rstrip() + "\n")
+    for expression, lowered in compiled.lowered_names.items():
+        sys.stderr.write(f"{expression} -> {lowered}\n")
+    sys.stderr.write(f"wrote {out} ({len(compiled.cubin)} bytes, {arch})\n")
+
+
+@click.command()
+@click.argument("path", metavar="FILE.cubin", type=click.Path(dir_okay=False))
+@click.option("--kernel", "kernel_name", metavar="NAME", help="Which kernel (default: the only one).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the spec to a file.")
+def init(path, kernel_name, output):
+    """Write a starter spec from what a cubin says (types need a human: see the TODOs)."""
+    from pathlib import Path
+
+    from ..binary.cubin import load_cubin
+    from ..starter import starter_spec
+    cubin = existing(path)
+    info = load_cubin(cubin)
+    target = Path(output) if output else None
+    text = starter_spec(info, info.kernel(kernel_name), cubin,
+                        target.parent if target else Path.cwd())
+    if target:
+        target.write_text(text)
+        sys.stderr.write(f"wrote {target}\n")
+    else:
+        sys.stdout.write(text)

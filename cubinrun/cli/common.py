@@ -1,0 +1,37 @@
+"""What several commands share: options, the console, argument checks."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+set_option = click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
+                          help="Override a var of the spec (repeatable).")
+json_option = click.option("--json", "as_json", is_flag=True,
+                           help="Print one JSON document on stdout and nothing else there.")
+device_option = click.option("--device", type=int, default=None, metavar="N",
+                             help="CUDA device ordinal (default 0).")
+
+
+def console(stderr: bool = False):
+    from rich.console import Console
+    return Console(stderr=stderr, highlight=False)
+
+
+def existing(path: str) -> Path:
+    """`path` as a Path; a usage error (exit 2) when nothing is there."""
+    from ..errors import UsageError
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(f"{path}: no such file")
+    return p
+
+
+def current_arch() -> str:
+    """The arch of device 0, or a clear request for --arch when there is none."""
+    from .. import driver
+    from ..errors import CudaError, UsageError
+    try:
+        return driver.get_device(0).arch
+    except CudaError as exc:
+        raise UsageError(f"no GPU to target ({exc}); pass --arch, e.g. --arch sm_90") from None
