@@ -9,6 +9,7 @@ one per worker, so a sweep loads its binary, module and timing kernels once.
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -42,6 +43,7 @@ class RunResult:
     saved: list[str] = field(default_factory=list)
     samples_us: list[float] | None = None            # kept with RunOptions.keep_samples
     sm_clock_mhz: list[float] = field(default_factory=list)   # measured while timing
+    timing_s: float | None = None                    # wall time of the timing itself
 
     @property
     def passed(self) -> bool | None:
@@ -79,7 +81,8 @@ class RunResult:
         timing = None
         if self.timing is not None:
             timing = {**self.timing.to_json(), "l2": self.l2,
-                      "event_offset_us": self.event_offset_us, **self.clock_json()}
+                      "event_offset_us": self.event_offset_us, **self.clock_json(),
+                      "elapsed_s": self.timing_s}
             if self.samples_us is not None:
                 timing["samples_us"] = self.samples_us
         return {
@@ -274,7 +277,9 @@ class _Run:
         self.check_and_save(self.ready.memory, result)
         if self.options.bench and plan.ctas > 0:
             result.l2 = self.options.l2 or spec.bench.l2
+            started = time.perf_counter()
             timed = self.time(self.ready.launch, stream, result.l2)
+            result.timing_s = time.perf_counter() - started
             result.timing = Summary.from_samples(timed.samples_us)
             result.event_offset_us = timed.event_offset_us
             result.sm_clock_mhz = timed.sm_clock_mhz
