@@ -14,9 +14,11 @@ def render_summary(results: list[dict], summary: dict, console) -> None:
     from rich.table import Table
     compared = any(r.get("compare") for r in results)
     table = Table(show_edge=False, pad_edge=False)
+    widest = {key: max((len(row(r)[key]) for r in results), default=0) for key in ("spec", "point")}
     for column in ("spec", "point", "median µs", "throughput", "% peak", "check", "status"):
         table.add_column(column, justify="right" if column in ("median µs", "throughput",
-                                                                "% peak") else "left")
+                                                                "% peak") else "left",
+                         min_width=min(widest.get(column, 0), 40) or None)
     if compared:
         table.add_column("vs baseline")
     for result in results:
