@@ -262,7 +262,7 @@ def main() -> None:
         row = {"size": label, "n": n, "naive_idle": proc.naive(),
                "sampler_cold_write_flush": proc.sampler("cold", write_flush=True),
                "do_bench": proc.do_bench()}
-        row["hot_slope"], row["hot_kernel_offset"] = proc.hot_slope()
+        row["hot_slope"], row["hot_kernel_offset"] = proc.hot_slope(256 if n < 2**24 else 32)
         proc.close()
         row["nvbench_cold"] = nvbench.get(n, {}).get("cold")
         row["nvbench_hot"] = nvbench.get(n, {}).get("hot")

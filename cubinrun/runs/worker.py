@@ -111,8 +111,15 @@ class Runner:
 def serve(connection, ordinal: int, options: RunOptions, setup: str | None = None) -> None:
     """A worker process: run the tasks it is sent (None ends it), send back records.
     It exits after a run that broke its context; its executor starts another."""
+    import os
     import signal
+    import sys
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # the parent handles Ctrl-C and ends us
+    # stdout belongs to the parent (`--json`, `--jsonl -`): anything a worker or a
+    # library prints goes to stderr, from Python and from C alike.
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     if setup:
         import importlib
         module, _, function = setup.partition(":")
