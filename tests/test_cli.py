@@ -99,6 +99,18 @@ def test_source_spec_compiles_for_the_arch_given(capsys):
     assert code == 0 and json.loads(out)["kernel"] == "add_kernel"
 
 
+def test_source_spec_may_name_its_arch(capsys, tmp_path):
+    text = (CONFIGS / "vector_add_source.yaml").read_text().replace("../kernels",
+                                                                    str(REPO / "kernels"))
+    spec = tmp_path / "src.yaml"
+    spec.write_text(text.replace("  name: add_kernel", "  name: add_kernel\n  arch: sm_90"))
+    code, out, err = run(capsys, "launch", "--dry-run", "--json", spec)
+    assert code == 0, err
+    assert json.loads(out)["binary"]["arch"] == "sm_90"
+    code, _, err = run(capsys, "launch", "--dry-run", CONFIGS / "vector_add_source.yaml")
+    assert "set kernel.arch in the spec" in one_error_line(err)
+
+
 def spec_text(**edits) -> str:
     text = (CONFIGS / "vector_add.yaml").read_text().replace("../kernels", str(REPO / "kernels"))
     for old, new in edits.values():

@@ -20,6 +20,7 @@ class KernelRef:
     path: Path                      # resolved against the spec's folder
     name: str | None                # entry symbol; None: the binary's only kernel
     options: tuple[str, ...] = ()   # NVRTC options for `source:`
+    arch: str | None = None         # compile target without a GPU (`source:` / `ptx:`)
 
 
 @dataclass(frozen=True)
