@@ -196,3 +196,13 @@ def test_plot_errors_are_one_line(capsys, tmp_path, monkeypatch):
                         lambda name, *a: None if name == "matplotlib" else real(name, *a))
     code, _, err = run(capsys, "plot", saved, "-o", tmp_path / "p.png")
     assert code == EXIT_USAGE and "pip install 'cubinrun[plot]'" in err
+
+
+def test_jsonl_appends_to_what_the_file_holds(tmp_path):
+    from cubinrun.results.writers import JsonLines
+    path = tmp_path / "all.jsonl"
+    for first in (1, 2):                    # two commands collecting one file
+        lines = JsonLines(str(path))
+        lines.write(result(draw(first), point={"N": first}))
+        lines.close()
+    assert [r["point"] for r in read_results(path)] == [{"N": 1}, {"N": 2}]

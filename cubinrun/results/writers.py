@@ -50,18 +50,19 @@ def json_document(results: list[dict], summary: dict, single: bool) -> dict:
     return finite({"results": results, "summary": summary})
 
 
-def open_output(path: str) -> TextIO:
+def open_output(path: str, mode: str = "w") -> TextIO:
     if path == "-":
         return sys.stdout
-    return open(path, "w", encoding="utf-8", newline="")
+    return open(path, mode, encoding="utf-8", newline="")
 
 
 class JsonLines:
     """`--jsonl PATH`: one result per line, flushed as each run ends, so a job
-    that is killed keeps what it finished. The file is started afresh."""
+    that is killed keeps what it finished. Lines are appended to what the
+    file holds (SPEC section 3), so several commands can collect one file."""
 
     def __init__(self, path: str):
-        self.stream = open_output(path)
+        self.stream = open_output(path, "a")
 
     def write(self, result: dict) -> None:
         self.stream.write(json.dumps(finite(result)) + "\n")
