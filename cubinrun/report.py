@@ -56,7 +56,7 @@ def render_plan(prepared: "Prepared", console) -> None:
                            ("profile_scratch", plan.profile_scratch))[:plan.num_scratch]:
         params.add_row(str(len(params.rows)), label, "*u8",
                        f"{human_bytes(scratch.nbytes)} ({scratch.size} B x {plan.ctas} CTAs)")
-    console.print(params)
+    console.print(params if params.rows else "parameters: none")
 
     if spec.buffers:
         buffers = Table(title="buffers", title_justify="left")

@@ -156,11 +156,13 @@ def _split_top_level(text: str) -> list[str]:
 
 
 def parse_compact(text: str, field: str = "signature", as_tuple: bool = False):
-    """The compact form `"*fp32,*fp32,i32"`; `(a,b)` is a tuple.
+    """The compact form `"*fp32,*fp32,i32"`; `(a,b)` is a tuple; `""` is no parameters.
 
     Returns a Signature with names arg0, arg1, ... (or a TupleType for the
     inside of parentheses).
     """
+    if not text.strip() and not as_tuple:
+        return Signature(())                    # `--signature ""`: no parameters
     parts = _split_top_level(text)
     if any(not p for p in parts):
         raise SpecError(f"empty type in {text!r}", field=field)
@@ -171,9 +173,10 @@ def parse_compact(text: str, field: str = "signature", as_tuple: bool = False):
 
 
 def parse_signature(mapping, field: str = "signature") -> Signature:
-    """A spec's `signature:` mapping, in order."""
-    if not isinstance(mapping, dict) or not mapping:
-        raise SpecError("must be a mapping of parameter name to type", field=field)
+    """A spec's `signature:` mapping, in order; `{}` is a kernel with no parameters."""
+    if not isinstance(mapping, dict):
+        raise SpecError("must be a mapping of parameter name to type ({} for a kernel "
+                        "with no parameters)", field=field)
     params = []
     for name, value in mapping.items():
         if not isinstance(name, str) or not name.isidentifier():

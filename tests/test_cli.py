@@ -88,7 +88,7 @@ def test_dry_run_table(capsys):
 def test_every_sample_spec_passes_the_dry_run(capsys, config):
     code, out, err = run(capsys, "launch", "--dry-run", "--json", CONFIGS / config)
     assert code == 0, err
-    assert json.loads(out)["params"]
+    assert "params" in json.loads(out)           # empty for a kernel without parameters
 
 
 def test_source_spec_compiles_for_the_arch_given(capsys):
