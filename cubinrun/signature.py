@@ -135,9 +135,12 @@ def parse_type(value, field: str) -> ParamType:
             raise SpecError(f"tensordesc needs 1 to 5 positive block dims: {text!r}",
                             field=field)
         return TensorDescType(dtype, block)
+    from .aggregates import parse_aggregate     # here: it builds on this module
+    if (aggregate := parse_aggregate(text, field)) is not None:
+        return aggregate
     raise SpecError(f"unknown type {value!r}; expected one of {', '.join(SCALAR_TYPES)}, "
-                    "*T, *kT, constexpr, nvTmaDesc, tensordesc<T[dims]> or a list",
-                    field=field)
+                    "*T, *kT, constexpr, nvTmaDesc, tensordesc<T[dims]>, struct[T, ...], "
+                    "T[n], TxN or a list", field=field)
 
 
 def _split_top_level(text: str) -> list[str]:
@@ -265,4 +268,7 @@ def leaf_size(leaf_type: str) -> int:
         return 8
     if leaf_type == "nvTmaDesc":
         return 128
-    return SCALAR_TYPES[leaf_type].size
+    if leaf_type in SCALAR_TYPES:
+        return SCALAR_TYPES[leaf_type].size
+    from .aggregates import aggregate_of, size_align
+    return size_align(aggregate_of(leaf_type))[0]

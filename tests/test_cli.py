@@ -62,7 +62,7 @@ def test_gen_usage_errors(capsys):
     assert code == 2 and one_error_line(err) == (
         "error: signature[1]: unknown type 'f32'; expected one of i1, i8, i16, i32, i64, u1, "
         "u8, u16, u32, u64, fp16, bf16, fp32, fp64, *T, *kT, constexpr, nvTmaDesc, "
-        "tensordesc<T[dims]> or a list")
+        "tensordesc<T[dims]>, struct[T, ...], T[n], TxN or a list")
 
 
 def test_dry_run_plan_as_json(capsys):

@@ -3,11 +3,14 @@
 A launcher whose parameters disagree with the kernel's corrupts memory
 silently, so every mismatch the cubin can reveal is refused here with one
 line naming the parameter or field: the parameter count and each size (the
-trailing scratch pointers included), the arch against the device, the block
-against the kernel's bounds and the cluster against a compiled-in one.
+trailing scratch pointers included), a struct's alignment against its offset,
+the arch against the device, the block against the kernel's bounds and the
+cluster against a compiled-in one.
 """
 from __future__ import annotations
 
+from ..aggregates import aggregate_of, offsets, size_align
+from ..dtypes import SCALAR_TYPES
 from ..errors import SpecError
 from ..plan import Plan
 from ..signature import leaf_size
@@ -36,10 +39,17 @@ def check_params(plan: Plan, kernel: KernelInfo) -> None:
         raise SpecError(f"the signature expands to {len(expected)} parameters{scratch} but "
                         f"{kernel.name} takes {len(actual)}{hint}", field="signature")
     for index, ((name, type_, size), param) in enumerate(zip(expected, actual)):
+        field = name if name in SCRATCH_NAMES else f"signature.{name}"
+        aggregate = aggregate_of(type_) if type_ not in SCALAR_TYPES else None
         if size != param.size:
-            field = name if name in SCRATCH_NAMES else f"signature.{name}"
-            raise SpecError(f"{type_} is {size} bytes but parameter {index} of {kernel.name} "
-                            f"is {param.size} bytes", field=field)
+            layout = (f" (by C rules its members start at bytes "
+                      f"{', '.join(map(str, offsets(aggregate)))})" if aggregate else "")
+            raise SpecError(f"{type_} is {size} bytes{layout} but parameter {index} of "
+                            f"{kernel.name} is {param.size} bytes", field=field)
+        if aggregate and param.offset % size_align(aggregate)[1]:
+            raise SpecError(f"{type_} is aligned to {size_align(aggregate)[1]} bytes but "
+                            f"{kernel.name} has parameter {index} at offset {param.offset}: "
+                            "a member's type is wrong, or the struct is packed", field=field)
 
 
 def arch_runs_on(cubin_sm: int, variant: str, device_sm: int) -> bool:

@@ -18,7 +18,7 @@ from ..errors import SpecError
 from ..expr import Expr, parse_expr
 from ..yamlload import LocatedDict, LocatedList, load_yaml_file
 from .scalars import as_int, check_scalar_value
-from .args import ArgsBuilder
+from .args import ArgsBuilder, scalar_entries
 from .model import KERNEL_KINDS, Bench, BufferArg, Check, KernelRef, Launch, Scratch, Spec
 
 TOP_LEVEL_KEYS = ("kernel", "signature", "constants", "vars", "args", "grid", "block",
@@ -398,15 +398,14 @@ class _Names:
             self.raw[name] = (value, f"--set {name}", None, None)
         self.var_names = list(self.raw)
         self.scalar_types: dict[str, ElementType] = {}
-        args = t.get("args", LocatedDict())
-        for name, ty in signature.params:
-            if isinstance(ty, sig.ScalarType):
-                if name in self.raw:
-                    raise builder.error(f"{name!r} is both a var and a scalar argument",
-                                        f"vars.{name}", node, name)
-                self.scalar_types[name] = ty.dtype
-                if isinstance(args, dict) and name in args:
-                    self.raw[name] = (args[name], f"args.{name}", args, name)
+        for name, dtype, given, value, field, parent, key in scalar_entries(
+                signature, t.get("args", LocatedDict())):
+            if name in self.raw:
+                raise builder.error(f"{name!r} is both a var and a scalar argument",
+                                    f"vars.{name}", node, name)
+            self.scalar_types[name] = dtype
+            if given:
+                self.raw[name] = (value, field, parent, key)
         self.values: dict[str, int | float] = {}
         self.resolving: list[str] = []
 

@@ -116,10 +116,21 @@ def build_fake_driver(folder: Path) -> FakeDriver:
     return FakeDriver(path)
 
 
+_built: FakeDriver | None = None
+
+
 @contextmanager
 def fake_driver_env(folder: Path) -> Iterator[FakeDriver]:
-    """A fake driver, with CUBINRUN_LIBCUDA pointing at it and the launcher cache in `folder`."""
-    fake = build_fake_driver(folder)
+    """A fake driver, with CUBINRUN_LIBCUDA pointing at it and the launcher cache in `folder`.
+
+    One fake library serves the whole process: a launcher module resolves the
+    driver once and stays imported, so a second test module's own fake would
+    never see its launches (and the first, still called, would use stale sizes)."""
+    global _built
+    if _built is None:
+        _built = build_fake_driver(folder)
+    fake = _built
+    fake.reset()
     saved = {name: os.environ.get(name) for name in ("CUBINRUN_LIBCUDA", "CUBINRUN_CACHE_DIR")}
     os.environ["CUBINRUN_LIBCUDA"] = str(fake.path)
     os.environ["CUBINRUN_CACHE_DIR"] = str(folder / "cache")
