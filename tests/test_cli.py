@@ -200,22 +200,3 @@ def test_python_dash_m_and_debug_traceback():
     proc = subprocess.run([sys.executable, "-m", "cubinrun", "--debug", "launch", "nope.yaml"],
                           capture_output=True, text=True, cwd=REPO)
     assert proc.returncode != 0 and "Traceback" in proc.stderr
-
-
-def test_init_writes_a_starter_spec_that_passes_the_dry_run(capsys, tmp_path):
-    spec = tmp_path / "starter.yaml"
-    code, _, err = run(capsys, "init", CUBINS / "vector_add.sm_90.cubin", "-o", spec)
-    text = spec.read_text()
-    assert code == 0 and "wrote" in err
-    assert 'p0: "*fp32"' in text and "p3: i32" in text and text.count("TODO") >= 5
-    code, out, _ = run(capsys, "launch", "--dry-run", "--json", spec)
-    assert code == 0 and [p["type"] for p in json.loads(out)["params"]] == \
-        ["*fp32", "*fp32", "*fp32", "i32"]
-
-
-def test_init_names_the_kernel_when_the_cubin_holds_several(capsys):
-    code, _, err = run(capsys, "init", CUBINS / "cluster.sm_90.cubin")
-    assert code == 2 and "holds 2 kernels" in one_error_line(err)
-    code, out, _ = run(capsys, "init", CUBINS / "cluster.sm_90.cubin", "--kernel",
-                       "cluster_swap_dims")
-    assert code == 0 and "compiled for clusters of [2, 1, 1]" in out
