@@ -152,7 +152,12 @@ def _closes_at_end(text: str, open_at: int) -> bool:
 
 
 def _short(text: str, limit: int = 60) -> str:
-    return repr(text if len(text) <= limit else text[:limit] + "...")
+    return repr(shortened(text, limit))
+
+
+def shortened(text: str, limit: int = 60) -> str:
+    """A type's spelling cut for a one-line message."""
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 # --- layout ----------------------------------------------------------------

@@ -53,7 +53,9 @@ class Slot:
         if self.kind == "desc_base":
             return f"base of {self.desc.buffer}"
         if self.kind == "struct":
-            return "{" + ", ".join(m.describe() for m in self.members) + "}"
+            shown = [m.describe() for m in self.members[:8]]
+            more = len(self.members) - len(shown)
+            return "{" + ", ".join(shown + ([f"... {more} more"] if more else [])) + "}"
         return repr(self.value)
 
 

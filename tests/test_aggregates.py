@@ -237,11 +237,11 @@ def test_members_are_names_in_expressions_and_buffers(tmp_path):
 
 @pytest.mark.parametrize("args_edit, field, fragment", [
     (("[-7, [1, 2, 3], 0.5]", "[-7, [1, 2], 0.5]"), "args.t[1]",
-     "a i16[3] needs a list of 3 values, one per element, got 2"),
+     "i16[3] needs a list of 3 values, one per element, got 2"),
     (("[-7, [1, 2, 3], 0.5]", "[-700, [1, 2, 3], 0.5]"), "args.t[0]",
      "-700 is out of range for i8"),
     (("scale: [1, 2, 3, 4]", "scale: 4"), "args.scale",
-     "a fp32x4 needs a list of 4 values, one per element, got no list"),
+     "fp32x4 needs a list of 4 values, one per element, got no list"),
     (("[N, 2.5,", "[N, 2.5, 3,"), "args.p", "needs a list of 4 values, one per member, got 5"),
     (("[N, 2.5,", "[N, M,"), "args.p[1]", "unknown name 'M'"),
 ])
@@ -292,3 +292,15 @@ def test_a_struct_more_aligned_than_its_offset_is_refused():
     assert err.value.field == "signature.scale"
     assert "fp32x4 is aligned to 16 bytes but struct_saxpy has parameter 1 at offset 24" in \
         err.value.message
+
+
+def test_a_struct_inside_a_tuple_and_a_long_array_in_the_plan(tmp_path):
+    from cubinrun.plan import make_plan
+    from cubinrun.spec import load_spec
+    spec = load_spec(_spec(tmp_path, '  t:\n    - struct[i32, *fp32]\n    - u8[20]',
+                           "  t:\n    - [3, {shape: [4]}]\n    - [" + ", ".join(["7"] * 20) + "]"))
+    first, second = make_plan(spec).slots
+    assert (first.leaf.path, first.leaf.type) == ("t[0]", "struct[i32,*fp32]")
+    assert list(spec.buffers) == ["t[0][1]"] and spec.scalars["t[0][0]"] == 3
+    assert first.describe() == "{3, buffer t[0][1]}"
+    assert second.describe() == "{7, 7, 7, 7, 7, 7, 7, 7, ... 12 more}"

@@ -63,3 +63,26 @@ def test_the_dry_run_plan_lists_each_members_offset(capsys):
         ("t[1][2]", 6, "scalar"), ("t[2]", 8, "scalar")]
     assert params[0]["members"][2] == {"name": "p[2]", "type": "*kfp32", "offset": 8,
                                        "source": "buffer", "value": None, "from": "p[2]"}
+
+
+def test_to_blob_takes_any_object_of_exactly_the_structs_size(fake_libcuda):
+    import numpy as np
+    import pytest
+
+    from cubinrun.launcher import load_launcher
+    module = load_launcher(["struct[i8,fp64]", "fp32x4"])
+    config = module.Config(0xF00D, (32, 1, 1))
+    fake_libcuda.reset()
+    fake_libcuda.set_param_sizes([16, 16])
+    vector = np.arange(4, dtype=np.float32)
+    module.launch(config, 1, 1, 1, 0, bytearray(range(16)), vector)
+    launch = fake_libcuda.launches()[-1]
+    assert launch.params == [bytes(range(16)), vector.tobytes()]
+    # each blob's storage is aligned as its type (address mod 64 recorded)
+    assert launch.param_alignment[0] % 8 == 0 and launch.param_alignment[1] % 16 == 0
+    with pytest.raises(ValueError, match=r"argument 0 \(struct\[i8,fp64\]\): expected 16 "
+                                         r"bytes, got 3"):
+        module.launch(config, 1, 1, 1, 0, b"abc", vector)
+    with pytest.raises(TypeError, match=r"argument 1 \(fp32x4\): expected a bytes-like object, "
+                                        r"got int"):
+        module.launch(config, 1, 1, 1, 0, bytes(16), 7)

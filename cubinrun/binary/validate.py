@@ -9,7 +9,7 @@ cluster against a compiled-in one.
 """
 from __future__ import annotations
 
-from ..aggregates import aggregate_of, offsets, size_align
+from ..aggregates import aggregate_of, offsets, shortened, size_align
 from ..dtypes import SCALAR_TYPES
 from ..errors import SpecError
 from ..plan import Plan
@@ -42,14 +42,22 @@ def check_params(plan: Plan, kernel: KernelInfo) -> None:
         field = name if name in SCRATCH_NAMES else f"signature.{name}"
         aggregate = aggregate_of(type_) if type_ not in SCALAR_TYPES else None
         if size != param.size:
-            layout = (f" (by C rules its members start at bytes "
-                      f"{', '.join(map(str, offsets(aggregate)))})" if aggregate else "")
-            raise SpecError(f"{type_} is {size} bytes{layout} but parameter {index} of "
-                            f"{kernel.name} is {param.size} bytes", field=field)
+            raise SpecError(f"{shortened(type_)} is {size} bytes{_layout(aggregate)} but "
+                            f"parameter {index} of {kernel.name} is {param.size} bytes",
+                            field=field)
         if aggregate and param.offset % size_align(aggregate)[1]:
-            raise SpecError(f"{type_} is aligned to {size_align(aggregate)[1]} bytes but "
-                            f"{kernel.name} has parameter {index} at offset {param.offset}: "
+            raise SpecError(f"{shortened(type_)} is aligned to {size_align(aggregate)[1]} bytes "
+                            f"but {kernel.name} has parameter {index} at offset {param.offset}: "
                             "a member's type is wrong, or the struct is packed", field=field)
+
+
+def _layout(aggregate) -> str:
+    """Where a struct's members start, for a size mismatch (the first few)."""
+    if aggregate is None:
+        return ""
+    starts = offsets(aggregate)
+    shown = ", ".join(map(str, starts[:8])) + (", ..." if len(starts) > 8 else "")
+    return f" (by C rules its members start at bytes {shown})"
 
 
 def arch_runs_on(cubin_sm: int, variant: str, device_sm: int) -> bool:

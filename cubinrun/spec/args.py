@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import signature as sig
-from ..aggregates import StructType, is_aggregate, member_types
+from ..aggregates import StructType, is_aggregate, member_types, shortened
 from ..dtypes import ELEMENT_TYPES
 from ..errors import SpecError
 from ..yamlload import LocatedDict
@@ -82,9 +82,9 @@ class ArgsBuilder:
         if is_aggregate(ty):
             members = member_types(ty)
             if not isinstance(value, list) or len(value) != len(members):
-                raise b.error(f"a {ty} needs a list of {len(members)} values, one per "
-                              f"{'member' if isinstance(ty, StructType) else 'element'}, "
-                              f"got {_count(value)}", field, parent, key)
+                each = "member" if isinstance(ty, StructType) else "element"
+                raise b.error(f"{shortened(str(ty))} needs a list of {len(members)} values, "
+                              f"one per {each}, got {_count(value)}", field, parent, key)
             return StructArg(name, ty, tuple(
                 self.arg(f"{name}[{i}]", item, value[i], f"{field}[{i}]", value, i)
                 for i, item in enumerate(members)))
