@@ -9,7 +9,6 @@ cluster against a compiled-in one.
 """
 from __future__ import annotations
 
-from ..aggregates import aggregate_of, offsets, shortened, size_align
 from ..dtypes import SCALAR_TYPES
 from ..errors import SpecError
 from ..plan import Plan
@@ -40,24 +39,28 @@ def check_params(plan: Plan, kernel: KernelInfo) -> None:
                         f"{kernel.name} takes {len(actual)}{hint}", field="signature")
     for index, ((name, type_, size), param) in enumerate(zip(expected, actual)):
         field = name if name in SCRATCH_NAMES else f"signature.{name}"
-        aggregate = aggregate_of(type_) if type_ not in SCALAR_TYPES else None
-        if size != param.size:
-            raise SpecError(f"{shortened(type_)} is {size} bytes{_layout(aggregate)} but "
-                            f"parameter {index} of {kernel.name} is {param.size} bytes",
-                            field=field)
-        if aggregate and param.offset % size_align(aggregate)[1]:
-            raise SpecError(f"{shortened(type_)} is aligned to {size_align(aggregate)[1]} bytes "
-                            f"but {kernel.name} has parameter {index} at offset {param.offset}: "
-                            "a member's type is wrong, or the struct is packed", field=field)
+        if not (type_ in SCALAR_TYPES or type_.startswith("*") or type_ == "nvTmaDesc"):
+            _check_aggregate(type_, index, param, kernel, field)
+        elif size != param.size:
+            raise SpecError(f"{type_} is {size} bytes but parameter {index} of {kernel.name} "
+                            f"is {param.size} bytes", field=field)
 
 
-def _layout(aggregate) -> str:
-    """Where a struct's members start, for a size mismatch (the first few)."""
-    if aggregate is None:
-        return ""
-    starts = offsets(aggregate)
-    shown = ", ".join(map(str, starts[:8])) + (", ..." if len(starts) > 8 else "")
-    return f" (by C rules its members start at bytes {shown})"
+def _check_aggregate(leaf_type: str, index: int, param, kernel: KernelInfo, field: str) -> None:
+    """A struct, array or vector: its C size, and its alignment against the offset
+    (aggregates.py is imported only for specs that have one)."""
+    from ..aggregates import aggregate_of, offsets, shortened, size_align
+    size, align = size_align(aggregate_of(leaf_type))
+    if size != param.size:
+        starts = offsets(aggregate_of(leaf_type))
+        shown = ", ".join(map(str, starts[:8])) + (", ..." if len(starts) > 8 else "")
+        raise SpecError(f"{shortened(leaf_type)} is {size} bytes (by C rules its members start "
+                        f"at bytes {shown}) but parameter {index} of {kernel.name} is "
+                        f"{param.size} bytes", field=field)
+    if param.offset % align:
+        raise SpecError(f"{shortened(leaf_type)} is aligned to {align} bytes but {kernel.name} "
+                        f"has parameter {index} at offset {param.offset}: a member's type is "
+                        "wrong, or the struct is packed", field=field)
 
 
 def arch_runs_on(cubin_sm: int, variant: str, device_sm: int) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import signature as sig
-from ..aggregates import StructType, is_aggregate, member_types, shortened
 from ..dtypes import ELEMENT_TYPES
 from ..errors import SpecError
 from ..yamlload import LocatedDict
@@ -22,6 +21,7 @@ if TYPE_CHECKING:
     from .loader import _SpecBuilder
 
 SWIZZLE_BYTES = (0, 32, 64, 128)
+_NOT_AGGREGATES = (sig.PointerType, sig.ConstexprType, sig.TmaDescType, sig.TensorDescType)
 
 
 class ArgsBuilder:
@@ -79,7 +79,8 @@ class ArgsBuilder:
                 for i, item in enumerate(ty.items)))
         if isinstance(ty, (sig.TmaDescType, sig.TensorDescType)):
             return self.desc(name, ty, value, field, parent, key)
-        if is_aggregate(ty):
+        from ..aggregates import StructType, is_aggregate, member_types, shortened
+        if is_aggregate(ty):                       # imported only for specs that have one
             members = member_types(ty)
             if not isinstance(value, list) or len(value) != len(members):
                 each = "member" if isinstance(ty, StructType) else "element"
@@ -229,9 +230,12 @@ def scalar_entries(signature: sig.Signature, args: Any) -> Iterator[tuple]:
         value = holder[key] if given else None
         if isinstance(ty, sig.ScalarType):
             yield name, ty.dtype, given, value, field, holder, key
-        elif isinstance(value, list) and (isinstance(ty, sig.TupleType) or is_aggregate(ty)):
-            items = ty.items if isinstance(ty, sig.TupleType) else member_types(ty)
-            for i, item in enumerate(items):
+        elif isinstance(value, list) and isinstance(ty, sig.TupleType):
+            for i, item in enumerate(ty.items):
+                yield from walk(f"{name}[{i}]", item, value, i, f"{field}[{i}]")
+        elif isinstance(value, list) and not isinstance(ty, _NOT_AGGREGATES):
+            from ..aggregates import member_types
+            for i, item in enumerate(member_types(ty)):
                 yield from walk(f"{name}[{i}]", item, value, i, f"{field}[{i}]")
 
     for name, ty in signature.params:
