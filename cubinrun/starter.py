@@ -14,7 +14,8 @@ know is marked for a human:
   one, else 128 threads within the kernel's bounds.
 - A cubin of a Triton cache entry (`X.cubin` beside `X.json`) needs no
   guesses: the spec uses `kernel: {triton: X.json}`, whose JSON brings the
-  launch metadata and whose TTIR brings the signature.
+  launch metadata and whose TTIR brings the signature. When the entry does
+  not read, the types are guessed and a comment says why.
 """
 from __future__ import annotations
 
@@ -43,10 +44,10 @@ def pick_kernel(info: CubinInfo, name: str | None) -> KernelInfo:
 
 def starter_spec(info: CubinInfo, kernel: KernelInfo, cubin: Path, spec_dir: Path) -> str:
     """The starter spec's text, with paths relative to `spec_dir`."""
-    entry = _triton_entry(cubin)
+    entry, problem = _triton_entry(cubin)
     if entry is not None:
         return _triton_starter(entry, kernel, spec_dir)
-    return _guessed_starter(info, kernel, cubin, spec_dir)
+    return _guessed_starter(info, kernel, cubin, spec_dir, problem)
 
 
 # --- a plain cubin: types guessed from sizes --------------------------------
@@ -68,11 +69,14 @@ def guess_type(param: ParamInfo) -> tuple[str, str]:
             f"{where}: a struct or array passed by value; list its members in order")
 
 
-def _guessed_starter(info: CubinInfo, kernel: KernelInfo, cubin: Path, spec_dir: Path) -> str:
+def _guessed_starter(info: CubinInfo, kernel: KernelInfo, cubin: Path, spec_dir: Path,
+                     note: str | None = None) -> str:
     rel = os.path.relpath(cubin.resolve(), spec_dir.resolve())
     guesses = [(f"p{p.ordinal}", *guess_type(p)) for p in kernel.params]
     lines = [f"# Starter spec for {kernel.demangled or kernel.name} ({info.arch}), written by "
              "`cubinrun init`."]
+    if note:
+        lines.append(f"# {note}")
     if guesses:
         lines.append("# The cubin states parameter sizes, not types: every type below is a guess.")
     lines += ["kernel:", f"  cubin: {rel}", f"  name: {kernel.name}"]
@@ -100,17 +104,19 @@ def _guessed_starter(info: CubinInfo, kernel: KernelInfo, cubin: Path, spec_dir:
 
 
 def _triton_entry(cubin: Path):
-    """The Triton cache entry `cubin` belongs to (`X.json` beside `X.cubin`), or None."""
+    """(the Triton cache entry `cubin` belongs to, None) when `X.json` beside `X.cubin`
+    reads as one; else (None, a note for the spec when there is such a JSON)."""
     json_path = cubin.with_suffix(".json")
     if not json_path.is_file():
-        return None
+        return None, None
     from .spec.triton_entry import read_triton_entry
     try:
-        return read_triton_entry(json_path)
+        return read_triton_entry(json_path), None
     except CubinrunError as error:
-        raise UsageError(f"{cubin} belongs to the Triton cache entry {json_path.name}, which "
-                         f"cubinrun cannot read ({error}); a spec uses kernel: {{triton: "
-                         f"{json_path.name}}} for such a cubin") from None
+        reason = " ".join(str(error).split())[:200]
+        return None, (f"{json_path.name} is beside it but does not read as a Triton cache "
+                      f"entry ({reason}); if it is one, use kernel: {{triton: {json_path.name}}}"
+                      " instead of guessed types.")
 
 
 def _triton_starter(entry, kernel: KernelInfo, spec_dir: Path) -> str:

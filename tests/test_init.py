@@ -92,15 +92,18 @@ def test_a_triton_cubin_uses_its_entry_instead_of_guessing(capsys, tmp_path):
     assert "  N: SIZE\n" in text and "  SIZE: 1024" in text
 
 
-def test_a_triton_cubin_whose_entry_is_unreadable_says_so(capsys, tmp_path):
-    source = TRITON / "add_kernel"
-    shutil.copy(source / "add_kernel.cubin", tmp_path)
+def test_a_cubin_beside_an_unreadable_triton_json_is_guessed_with_a_note(capsys, tmp_path):
+    shutil.copy(TRITON / "add_kernel" / "add_kernel.cubin", tmp_path)
     (tmp_path / "add_kernel.json").write_text(json.dumps({"name": "add_kernel",
                                                           "num_warps": "four"}))
-    code, _, err = run(capsys, "init", tmp_path / "add_kernel.cubin")
-    line = one_line(err)
-    assert code == 2 and "belongs to the Triton cache entry add_kernel.json" in line
-    assert "kernel: {triton: add_kernel.json}" in line
+    spec = tmp_path / "s.yaml"
+    code, _, _ = run(capsys, "init", tmp_path / "add_kernel.cubin", "-o", spec)
+    text = spec.read_text()
+    assert code == 0 and "add_kernel.json is beside it but does not read as a Triton" in text
+    assert "use kernel: {triton: add_kernel.json} instead of guessed types" in text
+    assert "# guess:" in text
+    code, _, err = run(capsys, "launch", "--dry-run", spec)
+    assert code == 0, err
 
 
 @pytest.mark.parametrize("command", [
