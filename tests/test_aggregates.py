@@ -89,6 +89,24 @@ def test_bad_aggregates_are_one_spec_error(text, fragment):
     assert len(err.value.message) < 300
 
 
+def test_random_type_spellings_parse_or_fail_with_one_spec_error():
+    tokens = ["struct[", "]", "[", ",", " ", "i32", "fp32", "i8", "u1", "*fp32", "*k", "x4",
+              "x3", "4", "0", "40000", "(", ")", "fp16", "nvTmaDesc", "constexpr", "<", ">"]
+    rng = random.Random(1)
+    parsed = 0
+    for _ in range(5000):
+        text = "".join(rng.choice(tokens) for _ in range(rng.randint(1, 14)))
+        try:
+            ty = parse_type(text, "f")
+        except SpecError as err:
+            assert len(err.message) < 400
+            continue
+        parsed += 1
+        if parse_aggregate(str(ty), "f") is not None:
+            assert str(parse_type(str(ty), "g")) == str(ty) and size_align(ty)[0] <= 32764
+    assert parsed > 50                   # the tokens do make valid types
+
+
 def test_other_types_are_not_aggregates():
     for text in ("i32", "*fp32", "nvTmaDesc", "constexpr", "tensordesc<fp16[64, 64]>"):
         assert parse_aggregate(text, "f") is None
