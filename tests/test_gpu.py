@@ -48,6 +48,21 @@ def test_scalars_round_trip_every_type_bit_exact():
     assert len(outputs) >= 28 and all(o["mismatches"] == 0 for o in outputs.values())
 
 
+def test_structs_and_vectors_by_value_reach_the_kernel_intact():
+    # kernels/structs.cu folds every by-value member into a digit of vec_sum or
+    # taps_sum and runs a saxpy through the struct's pointers
+    report = launch_json("structs.yaml", "--no-bench")
+    outputs = report["check"]["outputs"]
+    assert report["check"]["passed"] is True and set(outputs) == {"p[3]", "vec_sum", "taps_sum"}
+    assert all(o["mismatches"] == 0 for o in outputs.values())
+
+
+def test_a_kernel_without_parameters_runs():
+    report = launch_json("empty0.yaml")
+    assert report["kernel"] == "empty0" and report["check"]["passed"] is None
+    assert report["timing"]["samples"] >= 10
+
+
 def test_a_faulting_kernel_exits_4_with_the_error_name():
     proc = cubinrun("launch", CONFIGS / "fault.yaml", "--no-bench")
     assert proc.returncode == 4

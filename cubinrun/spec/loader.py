@@ -19,7 +19,7 @@ from ..errors import SpecError
 from ..expr import Expr, parse_expr
 from ..yamlload import LocatedDict, LocatedList, load_yaml_file
 from .scalars import as_int, check_scalar_value
-from .args import ArgsBuilder
+from .args import ArgsBuilder, scalar_entries
 from .model import KERNEL_KINDS, Bench, BufferArg, Check, KernelRef, Launch, Scratch, Spec
 
 TOP_LEVEL_KEYS = ("kernel", "signature", "constants", "vars", "args", "grid", "block",
@@ -434,13 +434,12 @@ class _Names:
         self.var_names = list(self.raw)
         self.scalar_types: dict[str, ElementType] = {}
         args = t.get("args", LocatedDict())
-        for name, ty in signature.params:
-            if isinstance(ty, sig.ScalarType):
-                self.scalar_types[name] = ty.dtype
-                if name in self.raw:
-                    self._check_shared_name(name, args)
-                elif isinstance(args, dict) and name in args:
-                    self.raw[name] = (args[name], f"args.{name}", args, name)
+        for name, dtype, given, value, field, parent, key in scalar_entries(signature, args):
+            self.scalar_types[name] = dtype
+            if name in self.raw:
+                self._check_shared_name(name, args)
+            elif given:
+                self.raw[name] = (value, field, parent, key)
         self.values: dict[str, int | float] = {}
         self.resolving: list[str] = []
 
