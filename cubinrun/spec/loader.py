@@ -156,7 +156,7 @@ class _SpecBuilder:
                     grid=grid, block=block, launch=launch, checks=checks, bench=bench,
                     constants=constants,
                     tensordesc_meta=_tuple_or_none(self.triton and self.triton.tensordesc_meta),
-                    desc_padding_flag=self.triton is None or _version(self.triton) >= (3, 5))
+                    desc_flags=1 if self.triton is None else self.triton.desc_flags)
 
     def kernel(self, node: Any) -> KernelRef:
         t = self.tree
@@ -536,14 +536,6 @@ def _kind(value: Any) -> str:
         if isinstance(value, kind):
             return word
     return type(value).__name__
-
-
-def _version(entry) -> tuple[int, ...]:
-    """Triton's version as numbers; an entry that does not say is taken as current."""
-    try:
-        return tuple(int(p) for p in (entry.triton_version or "99").split(".")[:2])
-    except ValueError:
-        return (99,)
 
 
 def _tuple_or_none(meta):

@@ -175,7 +175,7 @@ class Spec:
     bench: Bench = Bench()
     constants: dict[str, Any] = field(default_factory=dict)
     tensordesc_meta: tuple | None = None    # Triton's, one entry per tensor descriptor
-    desc_padding_flag: bool = True          # decomposed descriptors end with one (Triton 3.5+)
+    desc_flags: int = 1                     # i1 flags ending a decomposed descriptor (by Triton release)
 
     @property
     def launched_grid(self) -> tuple[int, int, int]:
@@ -183,7 +183,7 @@ class Spec:
         return (self.grid[0] * self.launch.num_ctas, self.grid[1], self.grid[2])
 
     def leaves(self) -> list[sig.Leaf]:
-        return sig.expand(self.signature, self.tensordesc_meta, self.desc_padding_flag)
+        return sig.expand(self.signature, self.tensordesc_meta, self.desc_flags)
 
     def expression_env(self) -> dict[str, int | float]:
         return {**self.vars, **self.scalars}
