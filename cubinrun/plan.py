@@ -83,6 +83,9 @@ class Plan:
                         for b in spec.buffers.values()],
             "device_bytes": self.device_bytes,
             "checks": [c.output for c in spec.checks],
+            "device_values": {"values": spec.device_values, "source": spec.device_source}
+            if spec.device_values else None,
+            "notes": list(spec.notes),
             "bench": {"warmup_ms": spec.bench.warmup_ms, "rep_ms": spec.bench.rep_ms,
                       "l2": spec.bench.l2, "bytes": spec.bench.bytes,
                       "flops": spec.bench.flops},

@@ -20,6 +20,7 @@ from ..expr import Expr, parse_expr
 from ..yamlload import LocatedDict, LocatedList, load_yaml_file
 from .scalars import as_int, check_scalar_value
 from .args import ArgsBuilder, scalar_entries
+from .device_values import DEVICE_NAMES, DeviceValues, unavailable
 from .model import KERNEL_KINDS, Bench, BufferArg, Check, KernelRef, Launch, Scratch, Spec
 
 TOP_LEVEL_KEYS = ("kernel", "signature", "constants", "vars", "args", "grid", "block",
@@ -34,12 +35,14 @@ MAX_THREADS_PER_BLOCK = 1024
 MAX_CLUSTER_SIZE = 16
 
 
-def load_spec(path: str | Path, overrides: Mapping[str, str] | None = None) -> Spec:
-    """Read and validate a spec file; `overrides` are `--set NAME=VALUE` pairs."""
+def load_spec(path: str | Path, overrides: Mapping[str, str] | None = None,
+              device: DeviceValues | None = None) -> Spec:
+    """Read and validate a spec file; `overrides` are `--set NAME=VALUE` pairs;
+    `device` gives `sm_count` and the other device values (none by default)."""
     path = Path(path)
     tree = load_yaml_file(path)
     try:
-        return _SpecBuilder(path, tree, overrides or {}).build()
+        return _SpecBuilder(path, tree, overrides or {}, device or unavailable()).build()
     except SpecError as exc:
         raise exc.located(file=str(path)) from None
 
@@ -57,10 +60,12 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, str]:
 
 
 class _SpecBuilder:
-    def __init__(self, path: Path, tree: Any, overrides: Mapping[str, str]):
+    def __init__(self, path: Path, tree: Any, overrides: Mapping[str, str],
+                 device: DeviceValues):
         self.path = path
         self.base = path.parent
         self.overrides = overrides
+        self.device = device
         if not isinstance(tree, dict):
             raise SpecError("the spec must be a YAML mapping", line=getattr(tree, "line", None))
         self.tree: LocatedDict = tree
@@ -153,6 +158,9 @@ class _SpecBuilder:
         bench = self.bench()
         return Spec(path=self.path, kernel=kernel, signature=signature, args=tuple(args),
                     buffers=buffers, vars=self.names.vars(), scalars=self.names.scalars(),
+                    device_values=dict(self.names.device_values),
+                    device_source=self.device.source if self.names.device_values else None,
+                    notes=self.triton.notes if self.triton else (),
                     grid=grid, block=block, launch=launch, checks=checks, bench=bench,
                     constants=constants,
                     tensordesc_meta=_tuple_or_none(self.triton and self.triton.tensordesc_meta),
@@ -368,8 +376,10 @@ class _SpecBuilder:
                 unknown = sorted(expect.names - known)
                 if unknown:
                     raise self.error(f"unknown name {unknown[0]!r} in {expect.source!r} "
-                                     f"(buffers, vars and scalar args may be used)",
-                                     f"{field}.expect", entry, "expect")
+                                     f"(buffers, vars, scalar args and device values may "
+                                     f"be used)", f"{field}.expect", entry, "expect")
+                for name in sorted(expect.names & set(DEVICE_NAMES) - set(buffers)):
+                    self.evaluate(name, f"{field}.expect", entry, "expect")   # recorded now
             else:
                 file = self.resolve_path(entry["file"], f"{field}.file", entry, "file")
             tol = {}
@@ -441,6 +451,7 @@ class _Names:
             elif given:
                 self.raw[name] = (value, field, parent, key)
         self.values: dict[str, int | float] = {}
+        self.device_values: dict[str, int] = {}     # the device values the spec used
         self.resolving: list[str] = []
 
     def _check_shared_name(self, name: str, args: Any) -> None:
@@ -453,12 +464,15 @@ class _Names:
                                f"args.{name}", args, name)
 
     def known(self) -> list[str]:
-        return list(self.raw)
+        return list(self.raw) + [n for n in DEVICE_NAMES if n not in self.raw]
 
     def get(self, name: str) -> int | float:
         if name in self.values:
             return self.values[name]
         if name not in self.raw:
+            if name in DEVICE_NAMES:            # a var of that name would have won
+                value = self.device_values[name] = self.b.device.get(name)
+                return value
             raise KeyError(name)
         value, field, parent, key = self.raw[name]
         if name in self.resolving:
@@ -512,13 +526,13 @@ class _LazyEnv(Mapping):
         return self.names.get(key)
 
     def __iter__(self):
-        return iter(self.names.raw)
+        return iter(self.names.known())
 
     def __len__(self):
-        return len(self.names.raw)
+        return len(self.names.known())
 
     def __contains__(self, key):
-        return key in self.names.raw
+        return key in self.names.raw or key in DEVICE_NAMES
 
 
 def _prod(values) -> int:

@@ -176,6 +176,9 @@ class Spec:
     constants: dict[str, Any] = field(default_factory=dict)
     tensordesc_meta: tuple | None = None    # Triton's, one entry per tensor descriptor
     desc_flags: int = 1                     # i1 flags ending a decomposed descriptor (by Triton release)
+    device_values: dict[str, int] = field(default_factory=dict)   # sm_count ... the spec used
+    device_source: str | None = None        # where they came from, for the plan
+    notes: tuple[str, ...] = ()             # for the plan: folded Triton arguments, ...
 
     @property
     def launched_grid(self) -> tuple[int, int, int]:
@@ -186,4 +189,4 @@ class Spec:
         return sig.expand(self.signature, self.tensordesc_meta, self.desc_flags)
 
     def expression_env(self) -> dict[str, int | float]:
-        return {**self.vars, **self.scalars}
+        return {**self.device_values, **self.vars, **self.scalars}
