@@ -47,7 +47,7 @@ class Plan:
 
     @property
     def device_bytes(self) -> int:
-        return (sum(b.nbytes for b in self.spec.buffers.values())
+        return (sum(b.nbytes + b.offset_bytes for b in self.spec.buffers.values())
                 + self.global_scratch.nbytes + self.profile_scratch.nbytes)
 
     def to_json(self) -> dict:
@@ -78,7 +78,7 @@ class Plan:
                 "profile": vars(self.profile_scratch),
             },
             "buffers": [{"name": b.name, "dtype": b.dtype.name, "shape": list(b.shape),
-                         "bytes": b.nbytes, "init": b.init.describe(),
+                         "bytes": b.nbytes, "offset": b.offset, "init": b.init.describe(),
                          "save": str(b.save) if b.save else None}
                         for b in spec.buffers.values()],
             "device_bytes": self.device_bytes,

@@ -64,7 +64,8 @@ def render_plan(prepared: "Prepared", console) -> None:
         for column in ("name", "dtype", "shape", "bytes", "init", "save"):
             buffers.add_column(column, justify="right" if column == "bytes" else "left")
         for b in spec.buffers.values():
-            buffers.add_row(escape(b.name), b.dtype.name, dims(b.shape), human_bytes(b.nbytes),
+            shape = dims(b.shape) + (f" at +{b.offset}" if b.offset else "")
+            buffers.add_row(escape(b.name), b.dtype.name, shape, human_bytes(b.nbytes),
                             b.init.describe(), str(b.save) if b.save else "")
         console.print(buffers)
     if spec.device_values:

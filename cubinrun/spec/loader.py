@@ -70,6 +70,7 @@ class _SpecBuilder:
             raise SpecError("the spec must be a YAML mapping", line=getattr(tree, "line", None))
         self.tree: LocatedDict = tree
         self.triton = None                      # TritonEntry when kernel is `triton:`
+        self.notes: list[str] = []              # for the plan (folded Triton arguments)
 
     # -- helpers --
 
@@ -147,6 +148,9 @@ class _SpecBuilder:
             raise self.error("missing required section 'kernel'", "kernel", t)
         kernel = self.kernel(t["kernel"])
         signature = self.signature()
+        if self.triton is not None and "signature" in t:
+            from .triton_args import check_signature_names
+            check_signature_names(self, self.triton, signature)
         constants = self.constants(signature)
         self.names = _Names(self, signature)
         args, buffers = ArgsBuilder(self, signature).build()
@@ -160,11 +164,22 @@ class _SpecBuilder:
                     buffers=buffers, vars=self.names.vars(), scalars=self.names.scalars(),
                     device_values=dict(self.names.device_values),
                     device_source=self.device.source if self.names.device_values else None,
-                    notes=self.triton.notes if self.triton else (),
+                    notes=(self.triton.notes if self.triton else ()) + tuple(self.notes),
+                    divisibility=self.divisibility(signature),
+                    arg_lines=_lines(t.get("args")),
                     grid=grid, block=block, launch=launch, checks=checks, bench=bench,
                     constants=constants,
                     tensordesc_meta=_tuple_or_none(self.triton and self.triton.tensordesc_meta),
                     desc_flags=1 if self.triton is None else self.triton.desc_flags)
+
+    def divisibility(self, signature: sig.Signature) -> tuple[int | None, ...] | None:
+        """What a Triton entry was specialized for, per expanded parameter."""
+        if self.triton is None:
+            return None
+        from .triton_args import leaf_divisibility
+        e = self.triton
+        return leaf_divisibility(e, signature, sig.expand(signature, e.tensordesc_meta,
+                                                          e.desc_flags))
 
     def kernel(self, node: Any) -> KernelRef:
         t = self.tree
@@ -550,6 +565,13 @@ def _kind(value: Any) -> str:
         if isinstance(value, kind):
             return word
     return type(value).__name__
+
+
+def _lines(node: Any) -> dict[str, int]:
+    """The YAML line of each top-level arg, for errors found after loading."""
+    if not isinstance(node, LocatedDict):
+        return {}
+    return {str(k): line for k in node if (line := node.line_of(k)) is not None}
 
 
 def _tuple_or_none(meta):

@@ -57,6 +57,11 @@ class BufferArg:
     shape: tuple[int, ...]
     init: Init
     save: Path | None = None
+    offset: int = 0                 # elements before the array: the kernel's pointer is past them
+
+    @property
+    def offset_bytes(self) -> int:
+        return self.offset * self.dtype.size
 
     @property
     def numel(self) -> int:
@@ -179,6 +184,8 @@ class Spec:
     device_values: dict[str, int] = field(default_factory=dict)   # sm_count ... the spec used
     device_source: str | None = None        # where they came from, for the plan
     notes: tuple[str, ...] = ()             # for the plan: folded Triton arguments, ...
+    divisibility: tuple | None = None       # a Triton entry's tt.divisibility per leaf
+    arg_lines: dict[str, int] = field(default_factory=dict)    # YAML line of each arg
 
     @property
     def launched_grid(self) -> tuple[int, int, int]:
