@@ -158,3 +158,64 @@ def test_the_plan_json_of_a_newer_release_carries_its_note(tmp_path):
     path.write_text(FOLD.format(entry=tmp_path / "fold_kernel.json", stride=1, x_extra=""))
     notes = checked(path).to_json()["notes"]
     assert notes[0].startswith("Triton 4.0.1 is newer than the releases cubinrun knows")
+
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+SAMPLES = ["triton_matmul.yaml", "triton_softmax.yaml", "triton_layer_norm.yaml"]
+
+
+@pytest.mark.parametrize("key, value, ok", [
+    ("num_stages", "3", True), ("num_stages", "1 + 2", True), ("num_stages", "2", False),
+    ("maxnreg", "null", True), ("maxnreg", "128", False),
+    ("enable_fp_fusion", "true", True), ("enable_fp_fusion", "false", False),
+    ("launch_pdl", "false", True), ("launch_pdl", "0", False),
+    ("arch", "sm90", True), ("triton_version", "'3.9.0'", True),
+    ("sched4reg", "false", True),                   # a key only 3.9 writes
+])
+def test_launch_may_repeat_any_key_of_the_entry_json(tmp_path, key, value, ok):
+    path = fold_spec(tmp_path)
+    path.write_text(path.read_text() + f"launch: {{{key}: {value}}}\n")
+    if ok:
+        load_spec(path)
+        return
+    with pytest.raises(SpecError) as err:
+        load_spec(path)
+    assert err.value.field == f"launch.{key}" and err.value.line == 11
+    assert "contradicts the Triton entry" in err.value.message
+    assert f"compiled with {key} =" in err.value.message
+
+
+def test_a_key_the_entry_does_not_have_is_still_unknown(tmp_path):
+    path = fold_spec(tmp_path, version="3.5.1")
+    path.write_text(path.read_text() + "launch: {sched4reg: false}\n")   # 3.9's, not 3.5's
+    with pytest.raises(SpecError, match="unknown key 'sched4reg'"):
+        load_spec(path)
+
+
+@pytest.mark.parametrize("config", SAMPLES)
+def test_the_triton_samples_plan_without_a_gpu(config, capsys):
+    from cubinrun.cli import main
+    with pytest.raises(SystemExit) as done:
+        main(["launch", str(CONFIGS / config), "--dry-run", "--json", "--arch", "sm_90"])
+    plan = json.loads(capsys.readouterr().out)
+    assert done.value.code == 0
+    if config == "triton_matmul.yaml":
+        assert plan["shared"] == 98304 and plan["num_warps"] == 8
+        assert [p["name"] for p in plan["params"]][-3:] == ["stride_am", "stride_bk", "stride_cm"]
+        assert len(plan["notes"]) == 3
+    if config == "triton_softmax.yaml":
+        assert plan["grid"] == [528, 1, 1] and plan["device_values"]["values"] == {"sm_count": 132}
+
+
+@pytest.mark.parametrize("config, overrides, field", [
+    ("triton_matmul.yaml", ["--set", "M=500"], "args.M"),
+    ("triton_matmul.yaml", ["--set", "K=200"], "args.K"),
+    ("triton_softmax.yaml", ["--set", "ROWS=810"], "args.n_rows"),
+    ("triton_layer_norm.yaml", ["--set", "COLS=760"], "args.stride"),
+])
+def test_the_samples_refuse_what_breaks_their_specialization(config, overrides, field, capsys):
+    from cubinrun.cli import main
+    with pytest.raises(SystemExit) as done:
+        main(["launch", str(CONFIGS / config), "--dry-run", "--arch", "sm_90", *overrides])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and f"{field}: " in err and "not a multiple of 16" in err

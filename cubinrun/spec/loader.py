@@ -280,7 +280,12 @@ class _SpecBuilder:
         node = t.get("launch", LocatedDict())
         keys = ("num_warps", "num_ctas", "cluster", "shared", "cooperative", "pdl",
                 "global_scratch", "profile_scratch", "scratch_params")
-        node = self.mapping(node, "launch", t, "launch", keys)
+        # a Triton entry's own metadata keys (num_stages, maxnreg, ...): repeated, not changed
+        entry_keys = tuple(k for k in self.triton.metadata if k not in keys) if self.triton else ()
+        node = self.mapping(node, "launch", t, "launch", keys + entry_keys)
+        for key in entry_keys:
+            if key in node:
+                self.check_entry_key(node, key)
         got: dict[str, Any] = {}
         for key in ("num_warps", "num_ctas", "shared", "scratch_params"):
             if key in node:
@@ -328,6 +333,18 @@ class _SpecBuilder:
                 raise self.error(f"{got[key]!r} contradicts the Triton entry ({value!r})",
                                  f"launch.{key}", node, key)
         return {**got, **from_entry}
+
+    def check_entry_key(self, node: LocatedDict, key: str) -> None:
+        """`launch:` may repeat any key of the entry's JSON, as a record of what it was
+        compiled with; a different value would not change the binary, so it is refused."""
+        want, given = self.triton.metadata[key], node[key]
+        if isinstance(want, (int, float)) and not isinstance(want, bool):
+            given = self.evaluate(given, f"launch.{key}", node, key)
+        if given != want or isinstance(given, bool) != isinstance(want, bool):
+            shown = "null" if want is None else repr(want)
+            raise self.error(f"{given!r} contradicts the Triton entry ({shown}): the binary "
+                             f"was compiled with {key} = {shown}; recompile it to change that",
+                             f"launch.{key}", node, key)
 
     def scratch(self, node: Any, field: str, parent: Any, key: str) -> Scratch:
         node = self.mapping(node, field, parent, key, ("size", "align"), required=("size",))

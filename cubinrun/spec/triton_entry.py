@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..dtypes import ELEMENT_TYPES
@@ -66,6 +66,7 @@ class TritonEntry:
     ttir: "Ttir | None" = None   # None when the spec gives the signature and there is none
     version: tuple[int, int] | None = None      # (3, 6) from triton_version
     notes: tuple[str, ...] = ()  # for the plan: a newer release, no TTIR
+    metadata: dict = field(default_factory=dict, compare=False)    # the JSON, every key
 
     @property
     def desc_flags(self) -> int:
@@ -128,6 +129,7 @@ def read_triton_entry(json_path: str | Path, *, with_signature: bool = True) -> 
         ttir=ttir,
         version=version,
         notes=_notes(meta, version, ttir),
+        metadata=meta,
     )
 
 
