@@ -276,3 +276,11 @@ def test_ttir_divisibility_lines_up_with_decomposed_descriptors():
     # decomposed: base, 2 shapes, 2 strides and 2 flags before the tail
     assert ttir.leaf_divisibility(None, 2) == (16,) + (None,) * 6 + tail + (8,)
     assert len(expand(ttir.signature, None, 2)) == 12
+
+
+def test_what_cubinrun_does_not_make_is_refused_by_name(tmp_path):
+    with pytest.raises(SpecError, match="instrumentation_mode 'gsan': Triton 3.8\\+ passes"):
+        read_triton_entry(newer_entry(tmp_path, version="3.9.0", instrumentation_mode="gsan"))
+    meta = [{**TENSORDESC_META, "is_im2col": True}]
+    with pytest.raises(SpecError, match=r"tensordesc_meta\[0\] is an im2col tensor descriptor"):
+        read_triton_entry(newer_entry(tmp_path, version="3.9.0", tensordesc_meta=meta))

@@ -105,6 +105,7 @@ def read_triton_entry(json_path: str | Path, *, with_signature: bool = True) -> 
         raise SpecError("`tensordesc_meta` should be a list", file=str(json_path))
 
     version = triton_versions.parse_version(meta.get("triton_version"))
+    _refuse_unsupported(meta, str(json_path))
     ttir = _ttir(json_path.with_suffix(".source"), name, with_signature, meta)
 
     return TritonEntry(
@@ -150,6 +151,20 @@ def _ttir(source_path: Path, name: str, required: bool, meta: dict) -> Ttir | No
         if triton_versions.is_newer(triton_versions.parse_version(version)):
             exc.message += triton_versions.newer_error(version)
         raise
+
+
+def _refuse_unsupported(meta: dict, file: str) -> None:
+    """What Triton's launcher does for such an entry that cubinrun does not."""
+    mode = meta.get("instrumentation_mode")
+    if isinstance(mode, str) and "gsan" in mode:
+        raise SpecError(f"compiled with instrumentation_mode {mode!r}: Triton 3.8+ passes such "
+                        "a kernel three more arguments (its sanitizer's state), which cubinrun "
+                        "does not make; recompile without instrumentation", file=file)
+    for i, desc in enumerate(meta.get("tensordesc_meta") or ()):
+        if isinstance(desc, dict) and desc.get("is_im2col"):
+            raise SpecError(f"tensordesc_meta[{i}] is an im2col tensor descriptor (Triton 3.8+), "
+                            "which cubinrun cannot encode; only tiled descriptors are "
+                            "supported", file=file)
 
 
 def _notes(meta: dict, version: tuple[int, int] | None, ttir: Ttir | None) -> tuple[str, ...]:
