@@ -40,7 +40,7 @@ class DeviceMemory:
         return -(-base // align) * align if extra else base
 
     def add_buffer(self, spec: BufferArg, host: np.ndarray) -> DeviceBuffer:
-        pointer = self._alloc(spec.nbytes)
+        pointer = self._alloc(spec.nbytes + spec.offset_bytes) + spec.offset_bytes
         driver.copy_to_device(pointer, host)
         buffer = DeviceBuffer(spec, host, pointer)
         self.buffers[spec.name] = buffer

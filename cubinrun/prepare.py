@@ -9,6 +9,7 @@ from types import ModuleType
 from .binary.load import Binary, load_binary
 from .binary.validate import check_arch, validate
 from .plan import Plan, make_plan
+from .specialization import check_plan
 from .spec import Spec
 
 
@@ -45,6 +46,7 @@ def prepare(spec: Spec, device=None, arch: str | None = None, load=None) -> Prep
     validate(plan, binary.info, binary.kernel,
              device.arch if device is not None else None,
              device.name if device is not None else "this device")
+    check_plan(plan)
     launcher = load_launcher(plan.leaf_types, plan.num_scratch)
     return Prepared(plan, binary, launcher)
 

@@ -64,9 +64,15 @@ def render_plan(prepared: "Prepared", console) -> None:
         for column in ("name", "dtype", "shape", "bytes", "init", "save"):
             buffers.add_column(column, justify="right" if column == "bytes" else "left")
         for b in spec.buffers.values():
-            buffers.add_row(escape(b.name), b.dtype.name, dims(b.shape), human_bytes(b.nbytes),
+            shape = dims(b.shape) + (f" at +{b.offset}" if b.offset else "")
+            buffers.add_row(escape(b.name), b.dtype.name, shape, human_bytes(b.nbytes),
                             b.init.describe(), str(b.save) if b.save else "")
         console.print(buffers)
+    if spec.device_values:
+        shown = ", ".join(f"{k}={v}" for k, v in spec.device_values.items())
+        console.print(escape(f"device values {shown} (from {spec.device_source})"))
+    for note in spec.notes:
+        console.print(escape(f"note: {note}"))
     console.print(f"device memory {human_bytes(plan.device_bytes)}; "
                   f"checks: {', '.join(c.output for c in spec.checks) or 'none'}; "
                   f"launcher {prepared.launcher.__file__}")

@@ -178,6 +178,7 @@ def make_ready(spec: Spec, device: driver.Device, arch: str | None = None,
     from .arguments import launcher_values
     from .kernel import load_kernel
     from .prepare import check_device, prepare
+    from .specialization import check_addresses
     if early and early.prepared:
         prepared = early.prepared
         check_device(prepared, device)
@@ -189,6 +190,7 @@ def make_ready(spec: Spec, device: driver.Device, arch: str | None = None,
     memory = buffers.allocate(plan, early.host_arrays if early else None)
     try:
         values = launcher_values(plan.slots, memory)
+        check_addresses(plan, values)
         launch = spec.launch
         config = launcher.Config(
             kernel.handle, block=spec.block, shared=launch.shared, num_ctas=launch.num_ctas,

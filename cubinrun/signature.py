@@ -198,8 +198,8 @@ class Leaf:
     `type` is a scalar name, `*T` / `*kT`, or `nvTmaDesc`. `path` names it for
     people (`t[1]`, `desc.shape[0]`); `role` says where its value comes from:
     `value` (the argument itself), or for a tensor descriptor `desc.tma`,
-    `desc.base`, `desc.shape`, `desc.strides`, `desc.padding`, followed by
-    `desc.shape2` / `desc.strides2` for the trailing copies.
+    `desc.base`, `desc.shape`, `desc.strides`, `desc.padding`, `desc.tf32`,
+    followed by `desc.shape2` / `desc.strides2` for the trailing copies.
     """
     path: str
     type: str
@@ -208,7 +208,7 @@ class Leaf:
 
 
 def tensordesc_leaves(path: str, desc: TensorDescType, has_meta: bool,
-                      padding_flag: bool = True) -> list[Leaf]:
+                      flags: int = 1) -> list[Leaf]:
     n = desc.ndim
     if has_meta:
         head = [Leaf(f"{path}.tma", "nvTmaDesc", "desc.tma")]
@@ -216,20 +216,25 @@ def tensordesc_leaves(path: str, desc: TensorDescType, has_meta: bool,
         head = [Leaf(f"{path}.base", f"*{desc.dtype.name}", "desc.base")]
         head += [Leaf(f"{path}.shape[{i}]", "i64", "desc.shape", i) for i in range(n)]
         head += [Leaf(f"{path}.strides[{i}]", "i64", "desc.strides", i) for i in range(n)]
-        if padding_flag:                       # Triton 3.5+; 3.4 kernels take none
-            head += [Leaf(f"{path}.padding_nan", "i1", "desc.padding")]
+        # i1 flags: Triton 3.4 passes none, 3.5+ `padding == "nan"`, 3.7+ also
+        # `round_f32_to_tf32` (cubinrun's descriptors never round: 0)
+        head += [Leaf(f"{path}.{name}", "i1", role)
+                 for name, role in DESC_FLAGS[:flags]]
     tail = [Leaf(f"{path}.shape[{i}]", "i32", "desc.shape2", i) for i in range(n)]
     tail += [Leaf(f"{path}.strides[{i}]", "i64", "desc.strides2", i) for i in range(n)]
     return head + tail
 
 
+DESC_FLAGS = (("padding_nan", "desc.padding"), ("round_f32_to_tf32", "desc.tf32"))
+
+
 def expand(signature: Signature, tensordesc_meta: Sequence | None = None,
-           padding_flag: bool = True) -> list[Leaf]:
+           flags: int = 1) -> list[Leaf]:
     """The flat parameter list (without the trailing scratch pointers).
 
     `tensordesc_meta` is Triton's list, one entry per tensor descriptor in
     order; an entry that is None (or no list at all) means the kernel takes
-    the decomposed form, which has a padding flag from Triton 3.5 on.
+    the decomposed form, which ends with `flags` i1 flags (see tensordesc_leaves).
     """
     descs = sum(1 for _ in _walk_descs(ty for _, ty in signature.params))
     if tensordesc_meta and len(tensordesc_meta) != descs:
@@ -245,7 +250,7 @@ def expand(signature: Signature, tensordesc_meta: Sequence | None = None,
             for i, item in enumerate(ty.items):
                 visit(f"{path}[{i}]", item)
         elif isinstance(ty, TensorDescType):
-            out.extend(tensordesc_leaves(path, ty, next(meta) is not None, padding_flag))
+            out.extend(tensordesc_leaves(path, ty, next(meta) is not None, flags))
         else:
             out.append(Leaf(path, str(ty)))
 

@@ -207,3 +207,12 @@ def test_without_a_driver_launch_and_props_end_with_exit_4(capsys, monkeypatch):
         code, out, err = run_cli(capsys, *args)
         assert code == 4 and out == ""
         assert err.count("\n") == 1 and err.startswith("error: no NVIDIA driver found")
+
+
+def test_a_launch_takes_device_values_from_its_device(device, fake_libcuda, capsys, tmp_path):
+    text = (CONFIGS / "vector_add.yaml").read_text().replace("../kernels/", f"{REPO}/kernels/")
+    spec = tmp_path / "persistent.yaml"
+    spec.write_text(text.replace("grid: [cdiv(N, BLOCK)]", "grid: [min(sm_count, cdiv(N, BLOCK))]"))
+    code, out, err = run_cli(capsys, "launch", "--json", spec, "--no-bench")
+    assert json.loads(out)["grid"] == [132, 1, 1]           # the fake device's 132 SMs
+    assert fake_libcuda.launches()[0].grid == (132, 1, 1)

@@ -367,6 +367,8 @@ grid: [cdiv(N, 1024)]
 @pytest.mark.parametrize("version, leaves", [
     ("3.4.0", 9),    # base, 2 shapes, 2 strides, (no padding flag), 2 shapes, 2 strides
     ("3.5.1", 10),   # ... with the padding flag
+    ("3.7.1", 11),   # ... and round_f32_to_tf32
+    ("3.9.0", 11),
 ])
 def test_decomposed_tensordesc_padding_flag_follows_the_triton_version(tmp_path, version, leaves):
     entry = TRITON / version / "add_kernel" / "add_kernel.json"

@@ -43,6 +43,7 @@ class LaunchArgs:
     baseline: str | None
     threshold: str
     ignore_device: bool
+    props: str | None = None
 
 
 @click.command()
@@ -65,6 +66,9 @@ class LaunchArgs:
               "pair's own offset (calibrated on an empty kernel).")
 @click.option("--arch", metavar="SM", help="Target for compiling source:/ptx: kernels in a "
               "dry run without a GPU, e.g. sm_90 (or kernel.arch in the spec).")
+@click.option("--props", "props_file", metavar="FILE", help="Device values (sm_count, "
+              "l2_bytes, ...) for a dry run, from a saved `cubinrun props --json`; without it "
+              "--arch gives a known GPU's.")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first run that does not succeed.")
 @click.option("--jsonl", metavar="PATH", help="Write one result per line as each run ends "
               "(- for stdout).")
@@ -84,8 +88,8 @@ class LaunchArgs:
 @click.option("--ignore-device", is_flag=True,
               help="With --baseline: compare with results from another GPU model.")
 def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no_bench,
-           raw_events, arch, fail_fast, jsonl, csv_path, markdown, junit, samples, plot,
-           baseline, threshold, ignore_device):
+           raw_events, arch, props_file, fail_fast, jsonl, csv_path, markdown, junit, samples,
+           plot, baseline, threshold, ignore_device):
     """Build the launcher, load the kernel, make the args, launch, check, time.
 
     SPEC may be several spec files and folders (their *.yaml); every spec and
@@ -93,7 +97,7 @@ def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no
     from ..errors import SpecError
     args = LaunchArgs(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2,
                       no_bench, raw_events, arch, fail_fast, jsonl, csv_path, markdown, junit,
-                      samples, plot, baseline, threshold, ignore_device)
+                      samples, plot, baseline, threshold, ignore_device, props_file)
     try:
         _launch(args)
     except SpecError as error:          # found past loading (the binary, the device): locate it
@@ -122,6 +126,8 @@ def _check_outputs(args: LaunchArgs) -> None:
     if args.dry_run and any((args.jsonl, args.csv, args.markdown, args.junit, args.plot,
                              args.baseline)):
         raise UsageError("--dry-run writes no result files, plots or comparisons")
+    if args.props and not args.dry_run:
+        raise UsageError("--props describes a device for --dry-run; a launch reads its device")
     if args.plot:
         from ..results.plot import check_path, require_matplotlib
         check_path(args.plot)
@@ -249,7 +255,8 @@ def _dry_run(tasks, args: LaunchArgs) -> None:
         task = tasks[0]
         if task.error is not None:
             raise task.error
-        prepared = prepare(load_spec(task.spec, task.overrides), arch=args.arch)
+        prepared = prepare(load_spec(task.spec, task.overrides, device=_dry_device(args)),
+                           arch=args.arch)
         if args.as_json:
             print_json(prepared.to_json())
         else:
@@ -268,11 +275,13 @@ def _dry_run_many(tasks, args: LaunchArgs) -> int:
     from ..spec import load_spec
     from ..text import dims
     rows, documents, codes = [], [], []
+    device = _dry_device(args)
     for task in tasks:
         try:
             if task.error is not None:
                 raise task.error
-            prepared = prepare(load_spec(task.spec, task.overrides), arch=args.arch)
+            prepared = prepare(load_spec(task.spec, task.overrides, device=device),
+                               arch=args.arch)
         except CubinrunError as error:
             if isinstance(error, SpecError):
                 error.located(file=task.spec)
@@ -304,6 +313,14 @@ def _dry_run_many(tasks, args: LaunchArgs) -> int:
         out.print(table)
         out.print(f"{len(tasks)} runs planned, {codes.count(0)} ok; exit {exit_code}")
     return exit_code
+
+
+def _dry_device(args: LaunchArgs):
+    """Device values for a dry run: --props FILE, else --arch's known GPU, else none."""
+    from ..spec.device_values import for_arch, from_props_file, unavailable
+    if args.props:
+        return from_props_file(args.props, args.device)
+    return for_arch(args.arch) if args.arch else unavailable()
 
 
 def _point(task) -> str:

@@ -65,7 +65,9 @@ class Runner:
     def _run(self, task: RunTask):
         from ..run import Session, prepare_early, run_spec
         from ..spec import load_spec
-        spec = load_spec(task.spec, task.overrides)
+        from ..spec.device_values import DeviceValues
+        device_values = DeviceValues(self._device_values, f"device {self.ordinal}")
+        spec = load_spec(task.spec, task.overrides, device=device_values)
         if self.session is None:
             early = None
             if self.opening is not None:        # the first run: prepare while CUDA starts
@@ -77,6 +79,16 @@ class Runner:
             self.session = Session(device)
             return run_spec(spec, self.options, session=self.session, early=early)
         return run_spec(spec, self.options, session=self.session)
+
+    def _device_values(self) -> dict[str, int]:
+        """sm_count and the rest, for a spec that names them: from the device this
+        runner runs on (waiting for it to open if it is opening)."""
+        from ..props import device_values
+        if self.session is not None:
+            return device_values(self.session.device)
+        if self.opening is not None:
+            return device_values(self.opening.wait())
+        return device_values(driver.open_device(self.ordinal))
 
     def _context_broken(self, error: CudaError) -> bool:
         if self.session is None:

@@ -33,8 +33,11 @@ class ArgsBuilder:
 
     def build(self) -> tuple[list[Arg], dict[str, BufferArg]]:
         b, t = self.b, self.b.tree
-        node = b.mapping(t.get("args", LocatedDict()), "args", t, "args",
-                         allowed=self.signature.names())
+        allowed = self.signature.names()
+        if b.triton is not None and "signature" not in t:       # the entry's own parameters
+            from .triton_args import folded_args
+            allowed = allowed + folded_args(b, self.signature, t.get("args"))
+        node = b.mapping(t.get("args", LocatedDict()), "args", t, "args", allowed=allowed)
         args = []
         for name, ty in self.signature.params:
             if isinstance(ty, sig.ScalarType):
@@ -93,7 +96,7 @@ class ArgsBuilder:
 
     def buffer(self, name: str, value: Any, pointee, field: str, parent: Any, key: Any) -> BufferArg:
         b = self.b
-        node = b.mapping(value, field, parent, key, ("shape", "dtype", "init", "save"),
+        node = b.mapping(value, field, parent, key, ("shape", "dtype", "init", "save", "offset"),
                          required=("shape",))
         dtype = pointee
         if "dtype" in node:
@@ -115,7 +118,10 @@ class ArgsBuilder:
         save = None
         if "save" in node:
             save = b.resolve_path(node["save"], f"{field}.save", node, "save", must_exist=False)
-        return BufferArg(name, dtype, shape, init, save)
+        offset = 0
+        if "offset" in node:            # elements: the kernel gets the address past them
+            offset = b.integer(node["offset"], f"{field}.offset", node, "offset", minimum=0)
+        return BufferArg(name, dtype, shape, init, save, offset)
 
     def init(self, value: Any, field: str, parent: Any, key: Any) -> Init:
         b = self.b

@@ -20,6 +20,7 @@ from ..expr import Expr, parse_expr
 from ..yamlload import LocatedDict, LocatedList, load_yaml_file
 from .scalars import as_int, check_scalar_value
 from .args import ArgsBuilder, scalar_entries
+from .device_values import DEVICE_NAMES, DeviceValues, unavailable
 from .model import KERNEL_KINDS, Bench, BufferArg, Check, KernelRef, Launch, Scratch, Spec
 
 TOP_LEVEL_KEYS = ("kernel", "signature", "constants", "vars", "args", "grid", "block",
@@ -34,12 +35,14 @@ MAX_THREADS_PER_BLOCK = 1024
 MAX_CLUSTER_SIZE = 16
 
 
-def load_spec(path: str | Path, overrides: Mapping[str, str] | None = None) -> Spec:
-    """Read and validate a spec file; `overrides` are `--set NAME=VALUE` pairs."""
+def load_spec(path: str | Path, overrides: Mapping[str, str] | None = None,
+              device: DeviceValues | None = None) -> Spec:
+    """Read and validate a spec file; `overrides` are `--set NAME=VALUE` pairs;
+    `device` gives `sm_count` and the other device values (none by default)."""
     path = Path(path)
     tree = load_yaml_file(path)
     try:
-        return _SpecBuilder(path, tree, overrides or {}).build()
+        return _SpecBuilder(path, tree, overrides or {}, device or unavailable()).build()
     except SpecError as exc:
         raise exc.located(file=str(path)) from None
 
@@ -57,14 +60,17 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, str]:
 
 
 class _SpecBuilder:
-    def __init__(self, path: Path, tree: Any, overrides: Mapping[str, str]):
+    def __init__(self, path: Path, tree: Any, overrides: Mapping[str, str],
+                 device: DeviceValues):
         self.path = path
         self.base = path.parent
         self.overrides = overrides
+        self.device = device
         if not isinstance(tree, dict):
             raise SpecError("the spec must be a YAML mapping", line=getattr(tree, "line", None))
         self.tree: LocatedDict = tree
         self.triton = None                      # TritonEntry when kernel is `triton:`
+        self.notes: list[str] = []              # for the plan (folded Triton arguments)
 
     # -- helpers --
 
@@ -142,6 +148,9 @@ class _SpecBuilder:
             raise self.error("missing required section 'kernel'", "kernel", t)
         kernel = self.kernel(t["kernel"])
         signature = self.signature()
+        if self.triton is not None and "signature" in t:
+            from .triton_args import check_signature_names
+            check_signature_names(self, self.triton, signature)
         constants = self.constants(signature)
         self.names = _Names(self, signature)
         args, buffers = ArgsBuilder(self, signature).build()
@@ -153,10 +162,24 @@ class _SpecBuilder:
         bench = self.bench()
         return Spec(path=self.path, kernel=kernel, signature=signature, args=tuple(args),
                     buffers=buffers, vars=self.names.vars(), scalars=self.names.scalars(),
+                    device_values=dict(self.names.device_values),
+                    device_source=self.device.source if self.names.device_values else None,
+                    notes=(self.triton.notes if self.triton else ()) + tuple(self.notes),
+                    divisibility=self.divisibility(signature),
+                    arg_lines=_lines(t.get("args")),
                     grid=grid, block=block, launch=launch, checks=checks, bench=bench,
                     constants=constants,
                     tensordesc_meta=_tuple_or_none(self.triton and self.triton.tensordesc_meta),
-                    desc_padding_flag=self.triton is None or _version(self.triton) >= (3, 5))
+                    desc_flags=1 if self.triton is None else self.triton.desc_flags)
+
+    def divisibility(self, signature: sig.Signature) -> tuple[int | None, ...] | None:
+        """What a Triton entry was specialized for, per expanded parameter."""
+        if self.triton is None:
+            return None
+        from .triton_args import leaf_divisibility
+        e = self.triton
+        return leaf_divisibility(e, signature, sig.expand(signature, e.tensordesc_meta,
+                                                          e.desc_flags))
 
     def kernel(self, node: Any) -> KernelRef:
         t = self.tree
@@ -257,7 +280,12 @@ class _SpecBuilder:
         node = t.get("launch", LocatedDict())
         keys = ("num_warps", "num_ctas", "cluster", "shared", "cooperative", "pdl",
                 "global_scratch", "profile_scratch", "scratch_params")
-        node = self.mapping(node, "launch", t, "launch", keys)
+        # a Triton entry's own metadata keys (num_stages, maxnreg, ...): repeated, not changed
+        entry_keys = tuple(k for k in self.triton.metadata if k not in keys) if self.triton else ()
+        node = self.mapping(node, "launch", t, "launch", keys + entry_keys)
+        for key in entry_keys:
+            if key in node:
+                self.check_entry_key(node, key)
         got: dict[str, Any] = {}
         for key in ("num_warps", "num_ctas", "shared", "scratch_params"):
             if key in node:
@@ -305,6 +333,18 @@ class _SpecBuilder:
                 raise self.error(f"{got[key]!r} contradicts the Triton entry ({value!r})",
                                  f"launch.{key}", node, key)
         return {**got, **from_entry}
+
+    def check_entry_key(self, node: LocatedDict, key: str) -> None:
+        """`launch:` may repeat any key of the entry's JSON, as a record of what it was
+        compiled with; a different value would not change the binary, so it is refused."""
+        want, given = self.triton.metadata[key], node[key]
+        if isinstance(want, (int, float)) and not isinstance(want, bool):
+            given = self.evaluate(given, f"launch.{key}", node, key)
+        if given != want or isinstance(given, bool) != isinstance(want, bool):
+            shown = "null" if want is None else repr(want)
+            raise self.error(f"{given!r} contradicts the Triton entry ({shown}): the binary "
+                             f"was compiled with {key} = {shown}; recompile it to change that",
+                             f"launch.{key}", node, key)
 
     def scratch(self, node: Any, field: str, parent: Any, key: str) -> Scratch:
         node = self.mapping(node, field, parent, key, ("size", "align"), required=("size",))
@@ -368,8 +408,10 @@ class _SpecBuilder:
                 unknown = sorted(expect.names - known)
                 if unknown:
                     raise self.error(f"unknown name {unknown[0]!r} in {expect.source!r} "
-                                     f"(buffers, vars and scalar args may be used)",
-                                     f"{field}.expect", entry, "expect")
+                                     f"(buffers, vars, scalar args and device values may "
+                                     f"be used)", f"{field}.expect", entry, "expect")
+                for name in sorted(expect.names & set(DEVICE_NAMES) - set(buffers)):
+                    self.evaluate(name, f"{field}.expect", entry, "expect")   # recorded now
             else:
                 file = self.resolve_path(entry["file"], f"{field}.file", entry, "file")
             tol = {}
@@ -441,6 +483,7 @@ class _Names:
             elif given:
                 self.raw[name] = (value, field, parent, key)
         self.values: dict[str, int | float] = {}
+        self.device_values: dict[str, int] = {}     # the device values the spec used
         self.resolving: list[str] = []
 
     def _check_shared_name(self, name: str, args: Any) -> None:
@@ -453,12 +496,15 @@ class _Names:
                                f"args.{name}", args, name)
 
     def known(self) -> list[str]:
-        return list(self.raw)
+        return list(self.raw) + [n for n in DEVICE_NAMES if n not in self.raw]
 
     def get(self, name: str) -> int | float:
         if name in self.values:
             return self.values[name]
         if name not in self.raw:
+            if name in DEVICE_NAMES:            # a var of that name would have won
+                value = self.device_values[name] = self.b.device.get(name)
+                return value
             raise KeyError(name)
         value, field, parent, key = self.raw[name]
         if name in self.resolving:
@@ -512,13 +558,13 @@ class _LazyEnv(Mapping):
         return self.names.get(key)
 
     def __iter__(self):
-        return iter(self.names.raw)
+        return iter(self.names.known())
 
     def __len__(self):
-        return len(self.names.raw)
+        return len(self.names.known())
 
     def __contains__(self, key):
-        return key in self.names.raw
+        return key in self.names.raw or key in DEVICE_NAMES
 
 
 def _prod(values) -> int:
@@ -538,12 +584,11 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def _version(entry) -> tuple[int, ...]:
-    """Triton's version as numbers; an entry that does not say is taken as current."""
-    try:
-        return tuple(int(p) for p in (entry.triton_version or "99").split(".")[:2])
-    except ValueError:
-        return (99,)
+def _lines(node: Any) -> dict[str, int]:
+    """The YAML line of each top-level arg, for errors found after loading."""
+    if not isinstance(node, LocatedDict):
+        return {}
+    return {str(k): line for k in node if (line := node.line_of(k)) is not None}
 
 
 def _tuple_or_none(meta):
