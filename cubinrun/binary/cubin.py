@@ -37,7 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Union
 
-from ..errors import SpecError
+from ..errors import SpecError, excerpt
+from ..inputs import read_bounded
+from ..limits import MAX_BINARY_BYTES
 
 EM_CUDA = 190
 STO_CUDA_ENTRY = 0x10
@@ -148,7 +150,7 @@ class CubinInfo:
             for kernel in self.kernels:
                 if getattr(kernel, wanted) == name:
                     return kernel
-        raise SpecError(f"{self._where()} has no kernel {name!r}; it has {self._names()}")
+        raise SpecError(f"{self._where()} has no kernel {excerpt(name)}; it has {self._names()}")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -216,12 +218,7 @@ def read_cubin(data: bytes, path: str | None = None) -> CubinInfo:
 
 
 def _read_file(path: Source) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read ({exc.strerror})") from None
+    return read_bounded(path, MAX_BINARY_BYTES, "cubin or fatbin")
 
 
 def _check_cuda_elf(data: bytes, where: str) -> None:

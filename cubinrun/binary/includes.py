@@ -15,6 +15,8 @@ import re
 from pathlib import Path
 from typing import Sequence
 
+from ..errors import SpecError
+
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 MAX_HEADERS = 1000      # a bound on the walk, far above any real kernel
 
@@ -47,8 +49,11 @@ def headers_digest(source: bytes, source_path: Path, folders: Sequence[str]) -> 
 
 def _read_headers(source: bytes, source_path: Path, folders: Sequence[str]) -> dict[Path, bytes]:
     """The local headers and their contents, each read once (b"" if unreadable)."""
+    from ..inputs import InputTooLarge, read_bounded
+    from ..limits import MAX_HEADERS_BYTES, MAX_SOURCE_BYTES
     search = [Path(f) for f in folders]
     found: dict[Path, bytes] = {}
+    total = 0
     pending = [(source, source_path.resolve().parent)]
     while pending and len(found) < MAX_HEADERS:
         text, here = pending.pop()
@@ -58,10 +63,16 @@ def _read_headers(source: bytes, source_path: Path, folders: Sequence[str]) -> d
             if header is None or header in found:
                 continue
             try:
-                found[header] = header.read_bytes()
-            except OSError:
-                found[header] = b""
+                found[header] = read_bounded(header, MAX_SOURCE_BYTES, "header")
+            except InputTooLarge:
+                raise
+            except SpecError:
+                found[header] = b""         # unreadable: NVRTC will say so
                 continue
+            total += len(found[header])
+            if total > MAX_HEADERS_BYTES:
+                raise SpecError(f"{source_path}: its local headers hold more than "
+                                f"{MAX_HEADERS_BYTES >> 20} MiB")
             pending.append((found[header], header.parent))
     return found
 
