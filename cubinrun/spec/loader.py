@@ -14,8 +14,9 @@ from typing import Any, Mapping, Sequence
 
 from .. import signature as sig
 from ..dtypes import ElementType
-from ..errors import SpecError
+from ..errors import SpecError, excerpt
 from ..expr import Expr, parse_expr
+from ..limits import MAX_NAMES
 from ..yamlload import LocatedDict, LocatedList, load_yaml_file
 from .scalars import as_int, check_scalar_value
 from .args import ArgsBuilder
@@ -47,7 +48,7 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, str]:
         name, eq, value = pair.partition("=")
         name = name.strip()
         if not eq or not name.isidentifier() or not value.strip():
-            raise SpecError(f"--set expects NAME=VALUE, got {pair!r}")
+            raise SpecError(f"--set expects NAME=VALUE, got {excerpt(pair)}")
         out[name] = value.strip()
     return out
 
@@ -78,11 +79,11 @@ class _SpecBuilder:
             raise self.error(f"must be a mapping, got {_kind(value)}", field, parent, key)
         for k in value:
             if k not in allowed:
-                raise self.error(f"unknown key {k!r} (expected one of: {', '.join(allowed)})",
+                raise self.error(f"unknown key {excerpt(k)} (expected one of: {', '.join(allowed)})",
                                  f"{field}.{k}", value, k)
         for k in required:
             if k not in value:
-                raise self.error(f"missing required key {k!r}", field, parent, key)
+                raise self.error(f"missing required key {excerpt(k)}", field, parent, key)
         return value
 
     def resolve_path(self, value: Any, field: str, parent: Any, key: Any,
@@ -115,7 +116,7 @@ class _SpecBuilder:
         result = self.evaluate(value, field, parent, key)
         result = as_int(result)
         if result is None:
-            raise self.error(f"must be an integer, got {self.evaluate(value, field, parent, key)!r}",
+            raise self.error(f"must be an integer, got {excerpt(self.evaluate(value, field, parent, key))}",
                              field, parent, key)
         if minimum is not None and result < minimum:
             raise self.error(f"must be >= {minimum}, got {result}", field, parent, key)
@@ -123,7 +124,7 @@ class _SpecBuilder:
 
     def boolean(self, value: Any, field: str, parent: Any, key: Any) -> bool:
         if not isinstance(value, bool):
-            raise self.error(f"must be true or false, got {value!r}", field, parent, key)
+            raise self.error(f"must be true or false, got {excerpt(value)}", field, parent, key)
         return value
 
     # -- sections --
@@ -132,7 +133,7 @@ class _SpecBuilder:
         t = self.tree
         for k in t:
             if k not in TOP_LEVEL_KEYS:
-                raise self.error(f"unknown top-level key {k!r} (expected one of: "
+                raise self.error(f"unknown top-level key {excerpt(k)} (expected one of: "
                                  f"{', '.join(TOP_LEVEL_KEYS)})", str(k), t, k)
         if "kernel" not in t:
             raise self.error("missing required section 'kernel'", "kernel", t)
@@ -166,7 +167,7 @@ class _SpecBuilder:
         path = self.resolve_path(node[kind], f"kernel.{kind}", node, kind)
         name = node.get("name")
         if name is not None and (not isinstance(name, str) or not name):
-            raise self.error(f"must be a symbol name, got {name!r}", "kernel.name", node, "name")
+            raise self.error(f"must be a symbol name, got {excerpt(name)}", "kernel.name", node, "name")
         options = node.get("options", [])
         if "options" in node and kind != "source":
             raise self.error("only `source:` kernels take (NVRTC) options",
@@ -203,7 +204,7 @@ class _SpecBuilder:
         t = self.tree
         if node is None:
             if required:
-                raise self.error(f"missing required section {field!r}", field, t)
+                raise self.error(f"missing required section {excerpt(field)}", field, t)
             return None
         items = node if isinstance(node, list) else [node]
         if not 1 <= len(items) <= 3:
@@ -267,7 +268,7 @@ class _SpecBuilder:
         }
         for key, value in from_entry.items():
             if key in got and got[key] != value:
-                raise self.error(f"{got[key]!r} contradicts the Triton entry ({value!r})",
+                raise self.error(f"{excerpt(got[key])} contradicts the Triton entry ({excerpt(value)})",
                                  f"launch.{key}", node, key)
         return {**got, **from_entry}
 
@@ -332,7 +333,7 @@ class _SpecBuilder:
                 known = set(buffers) | set(self.names.known())
                 unknown = sorted(expect.names - known)
                 if unknown:
-                    raise self.error(f"unknown name {unknown[0]!r} in {expect.source!r} "
+                    raise self.error(f"unknown name {excerpt(unknown[0])} in {excerpt(expect.source)} "
                                      f"(buffers, vars and scalar args may be used)",
                                      f"{field}.expect", entry, "expect")
             else:
@@ -342,7 +343,7 @@ class _SpecBuilder:
                 if key in entry:        # YAML 1.1 reads `1e-6` as a string: evaluate it
                     value = self.evaluate(entry[key], f"{field}.{key}", entry, key)
                     if value < 0:
-                        raise self.error(f"must be a non-negative number, got {value!r}",
+                        raise self.error(f"must be a non-negative number, got {excerpt(value)}",
                                          f"{field}.{key}", entry, key)
                     tol[key] = float(value)
             exact = self.boolean(entry.get("exact", False), f"{field}.exact", entry, "exact")
@@ -366,7 +367,7 @@ class _SpecBuilder:
                 got[attr] = float(value)
         if "l2" in node:
             if node["l2"] not in ("cold", "hot"):
-                raise self.error(f"must be cold or hot, got {node['l2']!r}", "bench.l2", node, "l2")
+                raise self.error(f"must be cold or hot, got {excerpt(node['l2'])}", "bench.l2", node, "l2")
             got["l2"] = node["l2"]
         for key in ("bytes", "flops"):
             if key in node:
@@ -390,7 +391,7 @@ class _Names:
         self.raw: dict[str, tuple[Any, str, Any, Any]] = {}   # name -> (value, field, parent, key)
         for name, value in node.items():
             if not isinstance(name, str) or not name.isidentifier():
-                raise builder.error(f"var name {name!r} is not an identifier", "vars", node, name)
+                raise builder.error(f"var name {excerpt(name)} is not an identifier", "vars", node, name)
             self.raw[name] = (value, f"vars.{name}", node, name)
         for name, value in builder.overrides.items():
             if name not in self.raw:
@@ -402,13 +403,14 @@ class _Names:
         for name, ty in signature.params:
             if isinstance(ty, sig.ScalarType):
                 if name in self.raw:
-                    raise builder.error(f"{name!r} is both a var and a scalar argument",
+                    raise builder.error(f"{excerpt(name)} is both a var and a scalar argument",
                                         f"vars.{name}", node, name)
                 self.scalar_types[name] = ty.dtype
                 if isinstance(args, dict) and name in args:
                     self.raw[name] = (args[name], f"args.{name}", args, name)
+        if len(self.raw) > MAX_NAMES:
+            raise builder.error(f"more than {MAX_NAMES} vars and scalar args", "vars", t, "vars")
         self.values: dict[str, int | float] = {}
-        self.resolving: list[str] = []
 
     def known(self) -> list[str]:
         return list(self.raw)
@@ -418,23 +420,50 @@ class _Names:
             return self.values[name]
         if name not in self.raw:
             raise KeyError(name)
+        # Resolve what `name` depends on first, in order, without recursion: a
+        # chain of 150 vars must not exhaust Python's stack.
+        for each in self._order(name):
+            self.values[each] = self._resolve(each)
+        return self.values[name]
+
+    def _depends_on(self, name: str) -> list[str]:
         value, field, parent, key = self.raw[name]
-        if name in self.resolving:
-            cycle = " -> ".join(self.resolving[self.resolving.index(name):] + [name])
-            raise self.b.error(f"circular definition: {cycle}", field, parent, key)
-        self.resolving.append(name)
-        try:
-            if name in self.scalar_types:
-                result = self._scalar(name, value, field, parent, key)
+        if isinstance(value, (bool, float)):
+            return []
+        names = self.b.expr(value, field, parent, key).names
+        return sorted(n for n in names if n in self.raw and n not in self.values)
+
+    def _order(self, name: str) -> list[str]:
+        """`name` and the unresolved names it needs, each after its own needs."""
+        order: list[str] = []
+        done: set[str] = set()
+        path = [name]
+        stack = [iter(self._depends_on(name))]
+        while stack:
+            for dep in stack[-1]:
+                if dep in done:
+                    continue
+                if dep in path:
+                    cycle = " -> ".join(path[path.index(dep):] + [dep])
+                    _, field, parent, key = self.raw[dep]
+                    raise self.b.error(f"circular definition: {cycle}", field, parent, key)
+                path.append(dep)
+                stack.append(iter(self._depends_on(dep)))
+                break
             else:
-                if isinstance(value, bool) and field.startswith("vars."):
-                    raise self.b.error("must be a number or an expression, got a boolean",
-                                       field, parent, key)
-                result = self.b.evaluate(value, field, parent, key)
-        finally:
-            self.resolving.pop()
-        self.values[name] = result
-        return result
+                stack.pop()
+                done.add(path[-1])
+                order.append(path.pop())
+        return order
+
+    def _resolve(self, name: str) -> int | float:
+        value, field, parent, key = self.raw[name]
+        if name in self.scalar_types:
+            return self._scalar(name, value, field, parent, key)
+        if isinstance(value, bool) and field.startswith("vars."):
+            raise self.b.error("must be a number or an expression, got a boolean",
+                               field, parent, key)
+        return self.b.evaluate(value, field, parent, key)
 
     def _scalar(self, name, value, field, parent, key):
         dtype = self.scalar_types[name]
