@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..dtypes import ELEMENT_TYPES
-from ..errors import SpecError
+from ..errors import SpecError, excerpt
 from ..signature import (
     ParamType,
     PointerType,
@@ -82,7 +82,7 @@ def read_triton_entry(json_path: str | Path, *, with_signature: bool = True) -> 
     def number(key: str, default: int | None = None) -> int:
         value = meta.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise SpecError(f"`{key}` should be an integer, got {value!r}", file=str(json_path))
+            raise SpecError(f"`{key}` should be an integer, got {excerpt(value)}", file=str(json_path))
         return value
 
     name = meta.get("name")
@@ -144,7 +144,7 @@ def _arch(meta: dict, path: Path) -> str:
     if not isinstance(target, dict) or not isinstance(target.get("arch"), int):
         raise SpecError("no integer `target.arch` in this Triton metadata", file=str(path))
     if target.get("backend") != "cuda":
-        raise SpecError(f"this entry is for the {target.get('backend')!r} backend, not cuda",
+        raise SpecError(f"this entry is for the {excerpt(target.get('backend'))} backend, not cuda",
                         file=str(path))
     capability = target["arch"]
     # Triton's sm_arch_from_capability: 90 and up are compiled as the "a" variant.
@@ -216,7 +216,7 @@ def _func_args(text: str, kernel: str | None, file: str) -> list[_Arg]:
     for piece in _split_top(body):
         m = _ARG.match(piece)
         if not m:
-            raise SpecError(f"cannot read the kernel argument {piece[:60]!r}", file=file)
+            raise SpecError(f"cannot read the kernel argument {excerpt(piece)}", file=file)
         rest = piece[m.end():]
         mlir_type = _type_token(rest)
         tail = rest[len(mlir_type):]
