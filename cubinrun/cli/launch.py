@@ -33,7 +33,8 @@ def launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_b
         _launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_bench,
                 raw_events, arch)
     except SpecError as error:          # found past loading (the binary, the device): locate it
-        raise error.located(file=spec_path) from None
+        from ..spec.locate import locate
+        raise locate(error, spec_path) from None
 
 
 def _launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_bench,

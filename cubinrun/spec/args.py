@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .. import signature as sig
 from ..dtypes import ELEMENT_TYPES
 from ..errors import SpecError, excerpt
+from ..limits import MAX_BUFFER_BYTES, MAX_DIMS
 from ..yamlload import LocatedDict
 from .model import (Arg, BufferArg, BufferRef, ConstArg, DescArg, Init,
                     ScalarArg, TupleArg)
@@ -93,11 +94,20 @@ class ArgsBuilder:
         shape_node = node["shape"]
         items = shape_node if isinstance(shape_node, list) else [shape_node]
         holder = shape_node if isinstance(shape_node, list) else node
+        if len(items) > MAX_DIMS:
+            raise b.error(f"{len(items)} dimensions (at most {MAX_DIMS})", f"{field}.shape",
+                          node, "shape")
         shape = tuple(b.integer(v, f"{field}.shape[{i}]", holder,
-                                i if holder is shape_node else "shape", minimum=0)
+                                i if holder is shape_node else "shape", 0, MAX_BUFFER_BYTES)
                       for i, v in enumerate(items))
         if not shape:
             raise b.error("needs at least one dimension", f"{field}.shape", node, "shape")
+        nbytes = dtype.size
+        for d in shape:
+            nbytes *= d
+        if nbytes > MAX_BUFFER_BYTES:       # refused before any array is made
+            raise b.error(f"shape {list(shape)} of {dtype.name} is {nbytes} bytes, more than "
+                          f"{MAX_BUFFER_BYTES} (1 TiB)", f"{field}.shape", node, "shape")
         init = self.init(node.get("init", "zeros"), f"{field}.init", node, "init")
         save = None
         if "save" in node:

@@ -16,8 +16,9 @@ from .. import signature as sig
 from ..dtypes import ElementType
 from ..errors import SpecError, excerpt
 from ..expr import Expr, parse_expr
-from ..limits import MAX_NAMES
+from ..limits import MAX_BUFFER_BYTES, MAX_DEVICE_BYTES, MAX_NAMES, MAX_SHARED_BYTES
 from ..yamlload import LocatedDict, LocatedList, load_yaml_file
+from .locate import locate
 from .scalars import as_int, check_scalar_value
 from .args import ArgsBuilder
 from .model import KERNEL_KINDS, Bench, BufferArg, Check, KernelRef, Launch, Scratch, Spec
@@ -38,7 +39,7 @@ def load_spec(path: str | Path, overrides: Mapping[str, str] | None = None) -> S
     try:
         return _SpecBuilder(path, tree, overrides or {}).build()
     except SpecError as exc:
-        raise exc.located(file=str(path)) from None
+        raise locate(exc, path, tree) from None
 
 
 def parse_overrides(pairs: Sequence[str]) -> dict[str, str]:
@@ -112,14 +113,17 @@ class _SpecBuilder:
             raise self.error(exc.message, field, parent, key) from None
 
     def integer(self, value: Any, field: str, parent: Any, key: Any,
-                minimum: int | None = None) -> int:
-        result = self.evaluate(value, field, parent, key)
-        result = as_int(result)
+                minimum: int | None = None, maximum: int | None = None,
+                why: str = "") -> int:
+        """An integer field; `why` says what the maximum is (", the block limit")."""
+        number = self.evaluate(value, field, parent, key)
+        result = as_int(number)
         if result is None:
-            raise self.error(f"must be an integer, got {excerpt(self.evaluate(value, field, parent, key))}",
-                             field, parent, key)
+            raise self.error(f"must be an integer, got {excerpt(number)}", field, parent, key)
         if minimum is not None and result < minimum:
             raise self.error(f"must be >= {minimum}, got {result}", field, parent, key)
+        if maximum is not None and result > maximum:
+            raise self.error(f"must be <= {maximum}{why}, got {result}", field, parent, key)
         return result
 
     def boolean(self, value: Any, field: str, parent: Any, key: Any) -> bool:
@@ -146,6 +150,7 @@ class _SpecBuilder:
         grid = self.dims(t.get("grid"), "grid", required=True, minimum=0)
         block = self.block(launch)
         self.check_grid(grid, launch)
+        self.check_memory(buffers, grid, launch)
         checks = self.checks(buffers)
         bench = self.bench()
         return Spec(path=self.path, kernel=kernel, signature=signature, args=tuple(args),
@@ -225,10 +230,13 @@ class _SpecBuilder:
                 "global_scratch", "profile_scratch", "scratch_params")
         node = self.mapping(node, "launch", t, "launch", keys)
         got: dict[str, Any] = {}
-        for key in ("num_warps", "num_ctas", "shared", "scratch_params"):
+        bounds = {"num_warps": (1, MAX_THREADS_PER_BLOCK // 32, " (1024 threads per block)"),
+                  "num_ctas": (1, MAX_CLUSTER_SIZE, " (the largest cluster)"),
+                  "shared": (0, MAX_SHARED_BYTES, " (a 32-bit launch parameter)"),
+                  "scratch_params": (0, 2, " (0, 1 or 2 trailing pointers)")}
+        for key, (low, high, why) in bounds.items():
             if key in node:
-                got[key] = self.integer(node[key], f"launch.{key}", node, key,
-                                        minimum=0 if key in ("shared", "scratch_params") else 1)
+                got[key] = self.integer(node[key], f"launch.{key}", node, key, low, high, why)
         for key in ("cooperative", "pdl"):
             if key in node:
                 got[key] = self.boolean(node[key], f"launch.{key}", node, key)
@@ -245,8 +253,6 @@ class _SpecBuilder:
             got = self.merge_triton_launch(got, node)
         if "scratch_params" not in got:
             got["scratch_params"] = 2 if ("global_scratch" in got or "profile_scratch" in got) else 0
-        if got["scratch_params"] > 2:
-            raise self.error("must be 0, 1 or 2", "launch.scratch_params", node, "scratch_params")
         launch = Launch(**got)
         cluster_size = launch.num_ctas if launch.cluster is None else _prod(launch.cluster)
         if cluster_size > MAX_CLUSTER_SIZE:
@@ -274,8 +280,8 @@ class _SpecBuilder:
 
     def scratch(self, node: Any, field: str, parent: Any, key: str) -> Scratch:
         node = self.mapping(node, field, parent, key, ("size", "align"), required=("size",))
-        size = self.integer(node["size"], f"{field}.size", node, "size", minimum=0)
-        align = self.integer(node.get("align", 1), f"{field}.align", node, "align", minimum=1)
+        size = self.integer(node["size"], f"{field}.size", node, "size", 0, MAX_BUFFER_BYTES)
+        align = self.integer(node.get("align", 1), f"{field}.align", node, "align", 1, 1 << 30)
         if align & (align - 1):
             raise self.error(f"must be a power of two, got {align}", f"{field}.align", node, "align")
         return Scratch(size, align)
@@ -310,6 +316,23 @@ class _SpecBuilder:
                 if g % c:
                     raise self.error(f"{g} is not a multiple of the cluster size {c} in "
                                      f"{'xyz'[i]}", f"grid[{i}]", t, "grid")
+
+    def check_memory(self, buffers: dict[str, BufferArg], grid, launch: Launch) -> None:
+        """The whole launch's memory against a sane static bound (limits.py), so
+        that no absurd spec reaches an allocation; the machine's real memory is
+        checked when the data is made."""
+        ctas = grid[0] * launch.num_ctas * grid[1] * grid[2]
+        total = sum(b.nbytes for b in buffers.values())
+        for key in ("global_scratch", "profile_scratch"):
+            scratch = getattr(launch, key).size * ctas
+            total += scratch
+            if scratch > MAX_DEVICE_BYTES:
+                raise self.error(f"{scratch} bytes of scratch ({ctas} CTAs x "
+                                 f"{getattr(launch, key).size}) exceed {MAX_DEVICE_BYTES} bytes",
+                                 f"launch.{key}.size", self.tree.get("launch"), key)
+        if total > MAX_DEVICE_BYTES:
+            raise self.error(f"the buffers and scratch take {total} bytes, more than "
+                             f"{MAX_DEVICE_BYTES} (1 TiB)", "args", self.tree, "args")
 
     def checks(self, buffers: dict[str, BufferArg]) -> tuple[Check, ...]:
         t = self.tree
