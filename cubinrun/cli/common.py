@@ -15,7 +15,14 @@ device_option = click.option("--device", type=int, default=None, metavar="N",
 
 def console(stderr: bool = False):
     from rich.console import Console
-    return Console(stderr=stderr, highlight=False)
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich exits with 1 here, the code of a failed check: let the
+            # command decide (launch keeps its run's code, others exit 0).
+            raise BrokenPipeError
+
+    return _Console(stderr=stderr, highlight=False)
 
 
 def existing(path: str) -> Path:

@@ -54,6 +54,9 @@ def _launch_dry(spec_path, overrides, as_json, arch):
     from ..prepare import prepare
     from ..report import print_json, render_plan
     from ..spec import load_spec, parse_overrides
+    if arch is not None:
+        from ..binary.nvrtc import parse_arch
+        parse_arch(arch)
     prepared = prepare(load_spec(spec_path, parse_overrides(overrides)), arch=arch)
     if as_json:
         print_json(prepared.to_json())
@@ -70,8 +73,13 @@ def _launch_on(opening, spec_path, overrides, device, as_json, warmup, rep, l2, 
     options = RunOptions(device=device, warmup_ms=warmup, rep_ms=rep, l2=l2,
                          bench=not no_bench, progress=not as_json, raw_events=raw_events)
     result = run_spec(spec, options, opening)
-    if as_json:
-        print_json(result.to_json())
-    else:
-        render_result(result, console())
+    try:
+        if as_json:
+            print_json(result.to_json())
+        else:
+            render_result(result, console())
+        sys.stdout.flush()
+    except BrokenPipeError:             # the reader left: the run's exit code still counts
+        from . import silence_stdout
+        silence_stdout()
     sys.exit(result.exit_code)
