@@ -115,6 +115,29 @@ class Expr:
                             f"{shorten(str(exc), 120)}") from None
 
 
+def result_shape(expr: Expr, shapes: Mapping[str, tuple[int, ...]]) -> tuple[int, ...]:
+    """The shape `expr` evaluates to when each name in `shapes` is an array of that
+    shape and every other name a scalar: every function is elementwise, so it is
+    the broadcast of its operands' shapes. Computed without any data, for a dry
+    run; ValueError when two operands do not broadcast."""
+    import numpy as np
+
+    def shape(n: ast.AST) -> tuple[int, ...]:
+        if isinstance(n, (ast.Name, ast.Subscript)):
+            return tuple(shapes.get(_element_name(n), ()))
+        if isinstance(n, ast.BinOp):
+            return np.broadcast_shapes(shape(n.left), shape(n.right))
+        if isinstance(n, ast.UnaryOp):
+            return shape(n.operand)
+        if isinstance(n, ast.Compare):
+            return np.broadcast_shapes(shape(n.left), *(shape(c) for c in n.comparators))
+        if isinstance(n, ast.Call):
+            return np.broadcast_shapes(*(shape(a) for a in n.args))
+        return ()
+
+    return tuple(shape(expr.tree.body))
+
+
 def parse_expr(value: Any, *, arrays: bool = False) -> Expr:
     """Parse a YAML value (number or string) into an Expr; SpecError if not allowed."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):

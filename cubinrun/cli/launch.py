@@ -57,17 +57,33 @@ def _launch_dry(spec_path, overrides, as_json, arch):
     if arch is not None:
         from ..binary.nvrtc import parse_arch
         parse_arch(arch)
-    prepared = prepare(load_spec(spec_path, parse_overrides(overrides)), arch=arch)
+    spec = load_spec(spec_path, parse_overrides(overrides))
+    prepared = prepare(spec, arch=arch)
+    _check_data(spec)
     if as_json:
         print_json(prepared.to_json())
     else:
         render_plan(prepared, console())
 
 
+def _check_data(spec):
+    """The host data and check references the spec describes, checked without
+    making them: a dry run evaluates them, and a launch finds a bad reference
+    before the kernel runs, not after."""
+    from ..check import check_reference
+    from ..hostdata import check_init
+    for buffer in spec.buffers.values():
+        check_init(buffer)
+    env = spec.expression_env()
+    for check in spec.checks:
+        check_reference(check, spec.buffers[check.output], spec.buffers, env)
+
+
 def _launch_on(opening, spec_path, overrides, device, as_json, warmup, rep, l2, no_bench,
                raw_events):
     from ..spec import load_spec, parse_overrides
     spec = load_spec(spec_path, parse_overrides(overrides))
+    _check_data(spec)                   # a bad check.expect is found before the launch
     from ..report import print_json, render_result
     from ..run import RunOptions, run_spec
     options = RunOptions(device=device, warmup_ms=warmup, rep_ms=rep, l2=l2,
