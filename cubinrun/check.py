@@ -132,13 +132,7 @@ def check_reference(check: Check, output: BufferArg, buffers: Mapping[str, Buffe
             host = (np.float64 if b.dtype.kind == "float"
                     else np.uint64 if b.dtype.name == "u64" else np.int64)
             env[name] = np.ones((1,) * len(b.shape), dtype=host)
-    try:
-        reference = np.asarray(check.expect.evaluate(env))
-    except SpecError as exc:
-        raise exc.located(field=f"{field}.expect") from None
-    if reference.dtype.kind not in "biuf":
-        raise SpecError(f"{check.expect.source!r} gives {reference.dtype} values, not numbers",
-                        field=f"{field}.expect")
+    reference = _evaluate(check, env, field)
     try:
         shape = result_shape(check.expect, {n: b.shape for n, b in buffers.items()})
         target = np.broadcast_shapes(shape, output.shape)
@@ -191,13 +185,7 @@ def _reference(check: Check, output: np.ndarray, dtype: ElementType,
     for name in check.expect.names:
         if name in inputs:
             env[name] = _upcast(inputs[name], input_types.get(name))
-    try:
-        reference = np.asarray(check.expect.evaluate(env))
-    except SpecError as exc:
-        raise exc.located(field=f"{field}.expect") from None
-    if reference.dtype.kind not in "biuf":
-        raise SpecError(f"{check.expect.source!r} gives {reference.dtype} values, not numbers",
-                        field=f"{field}.expect")
+    reference = _evaluate(check, env, field)
     try:
         target = np.broadcast_shapes(reference.shape, output.shape)
     except ValueError:
@@ -205,6 +193,17 @@ def _reference(check: Check, output: np.ndarray, dtype: ElementType,
     if target != output.shape:
         raise SpecError(f"{check.expect.source!r} has shape {list(reference.shape)}, which does "
                         f"not broadcast to the output's {list(output.shape)}",
+                        field=f"{field}.expect")
+    return reference
+
+
+def _evaluate(check: Check, env: Mapping[str, Any], field: str) -> np.ndarray:
+    try:
+        reference = np.asarray(check.expect.evaluate(env))
+    except SpecError as exc:
+        raise exc.located(field=f"{field}.expect") from None
+    if reference.dtype.kind not in "biuf":
+        raise SpecError(f"{check.expect.source!r} gives {reference.dtype} values, not numbers",
                         field=f"{field}.expect")
     return reference
 
