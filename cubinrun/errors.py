@@ -89,6 +89,16 @@ def excerpt(value, limit: int | None = None) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+def one_line(text: str) -> str:
+    """`text` with every character that is not printable escaped (`\\x1e`): a key
+    or value holding a line break or a control character must not break the
+    error's one line."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+                   for ch in text)
+
+
 def shorten(text: str, limit: int | None = None) -> str:
     """Plain text for a message, cut to `limit` characters (MAX_QUOTED_CHARS)."""
     from .limits import MAX_QUOTED_CHARS

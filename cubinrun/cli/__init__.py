@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from ..errors import EXIT_USAGE, BuildError, CubinrunError
+from ..errors import EXIT_USAGE, BuildError, CubinrunError, one_line
 from . import binaries, device, launch, source
 
 _debug = False
@@ -38,7 +38,7 @@ for _command in (launch.launch, source.gen, device.props, binaries.inspect,
 def _print_error(error: CubinrunError) -> None:
     if isinstance(error, BuildError) and error.log:
         sys.stderr.write(error.log.rstrip() + "\n")
-    sys.stderr.write(f"error: {error}\n")
+    sys.stderr.write(f"error: {one_line(str(error))}\n")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -74,7 +74,7 @@ def _dispatch(argv: list[str] | None) -> int:
             import traceback
             traceback.print_exc()
         where = f"{error.filename}: " if error.filename else ""
-        sys.stderr.write(f"error: {where}{error.strerror or error}\n")
+        sys.stderr.write(one_line(f"error: {where}{error.strerror or error}") + "\n")
         return EXIT_USAGE
     return 0
 
