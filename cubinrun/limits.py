@@ -74,6 +74,8 @@ MAX_DIMS = 8
 # absurd shapes (10**12 elements) before anything is computed or allocated.
 MAX_BUFFER_BYTES = 1 * TiB
 MAX_DEVICE_BYTES = 1 * TiB
+# bench.warmup / bench.rep and --warmup / --rep, in ms: an hour of timing.
+MAX_BENCH_MS = 3_600_000
 # Dynamic shared memory is a 32-bit launch parameter.
 MAX_SHARED_BYTES = 2**32 - 1
 

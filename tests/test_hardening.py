@@ -395,3 +395,23 @@ def test_stdout_that_is_full_is_one_line():
         done = run_cubinrun("inspect", "--json", str(CUBIN), stdout=full)
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
         "error: No space left on device"] or "cannot write to stdout" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("bench, message", [
+    ("warmup: 1e308 * 10", "bench.warmup: must be a positive number of ms up to 3600000, got inf"),
+    ("rep: 1e308 * 10 - 1e308 * 10", "bench.rep: must be a positive number of ms"),
+    ("bytes: 1e308 * 10 - 1e308 * 10", "bench.bytes: must be a finite number >= 0, got nan"),
+])
+def test_bench_numbers_are_finite(capsys, spec, bench, message):
+    assert message in error_line(capsys, "launch", "--dry-run", spec(BASE + f"bench: {{{bench}}}\n"))
+
+
+def test_a_nan_tolerance_is_refused(capsys, spec):
+    text = BASE + "check:\n  out: {expect: x + y, rtol: 1e308 * 10 - 1e308 * 10}\n"
+    assert "check.out.rtol: must be a non-negative number, got nan" in error_line(
+        capsys, "launch", "--dry-run", spec(text))
+
+
+def test_timing_budgets_on_the_command_line_are_finite(capsys):
+    line = error_line(capsys, "launch", "--warmup", "inf", REPO / "configs" / "vector_add.yaml")
+    assert "--warmup must be a positive number of ms" in line

@@ -66,6 +66,15 @@ def _launch_dry(spec_path, overrides, as_json, arch):
         render_plan(prepared, console())
 
 
+def _check_budgets(**budgets):
+    from ..errors import UsageError
+    from ..limits import MAX_BENCH_MS
+    for name, value in budgets.items():
+        if value is not None and not 0 < value <= MAX_BENCH_MS:     # NaN and infinity too
+            raise UsageError(f"--{name} must be a positive number of ms up to {MAX_BENCH_MS}, "
+                             f"got {value}")
+
+
 def _check_data(spec):
     """The host data and check references the spec describes, checked without
     making them: a dry run evaluates them, and a launch finds a bad reference
@@ -82,6 +91,7 @@ def _check_data(spec):
 def _launch_on(opening, spec_path, overrides, device, as_json, warmup, rep, l2, no_bench,
                raw_events):
     from ..spec import load_spec, parse_overrides
+    _check_budgets(warmup=warmup, rep=rep)
     spec = load_spec(spec_path, parse_overrides(overrides))
     _check_data(spec)                   # a bad check.expect is found before the launch
     from ..report import print_json, render_result

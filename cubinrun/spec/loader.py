@@ -16,7 +16,8 @@ from .. import signature as sig
 from ..dtypes import ElementType
 from ..errors import SpecError, excerpt
 from ..expr import Expr, parse_expr
-from ..limits import MAX_BUFFER_BYTES, MAX_DEVICE_BYTES, MAX_NAMES, MAX_SHARED_BYTES
+from ..limits import (MAX_BENCH_MS, MAX_BUFFER_BYTES, MAX_DEVICE_BYTES, MAX_NAMES,
+                      MAX_SHARED_BYTES)
 from ..yamlload import LocatedDict, LocatedList, load_yaml_file
 from .locate import locate
 from .scalars import as_int, check_scalar_value
@@ -365,7 +366,7 @@ class _SpecBuilder:
             for key in ("rtol", "atol"):
                 if key in entry:        # YAML 1.1 reads `1e-6` as a string: evaluate it
                     value = self.evaluate(entry[key], f"{field}.{key}", entry, key)
-                    if value < 0:
+                    if not value >= 0:                  # NaN too
                         raise self.error(f"must be a non-negative number, got {excerpt(value)}",
                                          f"{field}.{key}", entry, key)
                     tol[key] = float(value)
@@ -384,9 +385,9 @@ class _SpecBuilder:
         for key, attr in (("warmup", "warmup_ms"), ("rep", "rep_ms")):
             if key in node:
                 value = self.evaluate(node[key], f"bench.{key}", node, key)
-                if value <= 0:
-                    raise self.error(f"must be a positive number of ms, got {value}",
-                                     f"bench.{key}", node, key)
+                if not 0 < value <= MAX_BENCH_MS:         # NaN and infinity too
+                    raise self.error(f"must be a positive number of ms up to {MAX_BENCH_MS}, "
+                                     f"got {value}", f"bench.{key}", node, key)
                 got[attr] = float(value)
         if "l2" in node:
             if node["l2"] not in ("cold", "hot"):
@@ -395,8 +396,9 @@ class _SpecBuilder:
         for key in ("bytes", "flops"):
             if key in node:
                 value = self.evaluate(node[key], f"bench.{key}", node, key)
-                if value < 0:
-                    raise self.error(f"must be >= 0, got {value}", f"bench.{key}", node, key)
+                if not 0 <= value < float("inf"):
+                    raise self.error(f"must be a finite number >= 0, got {value}",
+                                     f"bench.{key}", node, key)
                 got[key] = value
         return Bench(**got)
 
