@@ -175,7 +175,7 @@ class CubinInfo:
         return self.path or "the cubin"
 
     def _names(self) -> str:
-        return ", ".join(k.name for k in self.kernels) or "none"
+        return shorten(", ".join(k.name for k in self.kernels) or "none", 300)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import signature as sig
 from ..dtypes import ELEMENT_TYPES
-from ..errors import SpecError, excerpt
+from ..errors import SpecError, excerpt, shorten
 from ..limits import MAX_BUFFER_BYTES, MAX_DIMS
 from ..yamlload import LocatedDict
 from .model import (Arg, BufferArg, BufferRef, ConstArg, DescArg, Init,
@@ -211,7 +211,7 @@ class ArgsBuilder:
             buffer = self.buffers.get(desc.buffer)
             if buffer is None:
                 raise self.b.error(f"{excerpt(desc.buffer)} is not a buffer argument (buffers: "
-                                   f"{', '.join(self.buffers) or 'none'})", field, node, key)
+                                   f"{shorten(', '.join(self.buffers) or 'none', 200)})", field, node, key)
             if len(buffer.shape) != len(desc.block):
                 raise self.b.error(f"buffer {excerpt(desc.buffer)} has {len(buffer.shape)} dims but the "
                                    f"block has {len(desc.block)}", field, node, key)

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 from .. import signature as sig
 from ..dtypes import ElementType
-from ..errors import SpecError, excerpt
+from ..errors import SpecError, excerpt, shorten
 from ..expr import Expr, parse_expr
 from ..limits import (MAX_BENCH_MS, MAX_BUFFER_BYTES, MAX_DEVICE_BYTES, MAX_NAMES,
                       MAX_SHARED_BYTES)
@@ -345,7 +345,7 @@ class _SpecBuilder:
         for name, entry in node.items():
             field = f"check.{name}"
             if name not in buffers:
-                raise self.error(f"not a buffer argument (buffers: {', '.join(buffers) or 'none'})",
+                raise self.error(f"not a buffer argument (buffers: {shorten(', '.join(buffers) or 'none', 200)})",
                                  field, node, name)
             entry = self.mapping(entry, field, node, name,
                                  ("expect", "file", "rtol", "atol", "exact", "nan_ok"))
@@ -420,7 +420,7 @@ class _Names:
             self.raw[name] = (value, f"vars.{name}", node, name)
         for name, value in builder.overrides.items():
             if name not in self.raw:
-                raise SpecError(f"--set {name}: no such var (vars: {', '.join(self.raw) or 'none'})")
+                raise SpecError(f"--set {name}: no such var (vars: {shorten(', '.join(self.raw) or 'none', 200)})")
             self.raw[name] = (value, f"--set {name}", None, None)
         self.var_names = list(self.raw)
         self.scalar_types: dict[str, ElementType] = {}
