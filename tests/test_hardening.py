@@ -415,3 +415,14 @@ def test_a_nan_tolerance_is_refused(capsys, spec):
 def test_timing_budgets_on_the_command_line_are_finite(capsys):
     line = error_line(capsys, "launch", "--warmup", "inf", REPO / "configs" / "vector_add.yaml")
     assert "--warmup must be a positive number of ms" in line
+
+
+def test_paths_with_nul_are_refused_when_the_spec_is_read(capsys, spec):
+    text = BASE.replace("shape: [N]}\n  n", 'shape: [N], save: "o\\0ut.npy"}\n  n')
+    assert ":14: args.out.save: a path cannot hold a NUL character" in error_line(
+        capsys, "launch", "--dry-run", spec(text))
+
+
+def test_device_ordinals_are_bounded(capsys):
+    code, _, err = cli(capsys, "props", "--device", "99999999999999999999")
+    assert code == 2 and "Traceback" not in err and "not in the range" in err

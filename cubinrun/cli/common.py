@@ -9,7 +9,8 @@ set_option = click.option("--set", "overrides", multiple=True, metavar="NAME=VAL
                           help="Override a var of the spec (repeatable).")
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print one JSON document on stdout and nothing else there.")
-device_option = click.option("--device", type=int, default=None, metavar="N",
+device_option = click.option("--device", type=click.IntRange(0, 2**31 - 1), default=None,
+                             metavar="N",
                              help="CUDA device ordinal (default 0).")
 
 

@@ -92,6 +92,8 @@ class _SpecBuilder:
                      must_exist: bool = True) -> Path:
         if not isinstance(value, str) or not value:
             raise self.error(f"must be a path, got {_kind(value)}", field, parent, key)
+        if "\0" in value:                 # the OS cannot open it: say so now, not after the run
+            raise self.error("a path cannot hold a NUL character", field, parent, key)
         p = Path(value).expanduser()
         p = Path(os.path.normpath(p if p.is_absolute() else self.base / p))
         if must_exist and not p.exists():
