@@ -68,7 +68,9 @@ class Plan:
             "pdl": launch.pdl,
             "params": [{"index": i, "name": s.leaf.path, "type": s.leaf.type,
                         "source": s.kind, "value": s.value if s.kind == "scalar" else None,
-                        "from": s.name if s.kind != "scalar" else None}
+                        "from": s.name if s.kind not in ("scalar", "struct") else None,
+                        **({"members": [m.to_json() for m in s.members]}
+                           if s.kind == "struct" else {})}
                        for i, s in enumerate(self.slots)],
             "scratch": {
                 "params": self.num_scratch,

@@ -35,11 +35,12 @@ class Prepared:
                 "launcher": self.launcher.__file__}
 
 
-def prepare(spec: Spec, device=None, arch: str | None = None) -> Prepared:
-    """`device` (a driver.Device) when one is open; else `arch` targets compiles."""
+def prepare(spec: Spec, device=None, arch: str | None = None, load=None) -> Prepared:
+    """`device` (a driver.Device) when one is open; else `arch` targets compiles.
+    `load`: what reads the binary, if not `load_binary` (a session's cache)."""
     from .launcher import load_launcher
     target = device.arch if device is not None else arch
-    binary = load_binary(spec, target)
+    binary = (load or load_binary)(spec, target)
     plan = make_plan(spec)
     validate(plan, binary.info, binary.kernel,
              device.arch if device is not None else arch,

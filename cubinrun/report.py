@@ -32,6 +32,7 @@ def _finite(value: Any) -> Any:
 
 
 def render_plan(prepared: "Prepared", console) -> None:
+    from rich.markup import escape
     from rich.table import Table
     plan = prepared.plan
     spec, launch = plan.spec, plan.spec.launch
@@ -50,20 +51,20 @@ def render_plan(prepared: "Prepared", console) -> None:
     params = Table(title="parameters", title_justify="left")
     for column in ("#", "name", "type", "value"):
         params.add_column(column, justify="right" if column == "#" else "left")
-    for i, slot in enumerate(plan.slots):
-        params.add_row(str(i), slot.leaf.path, slot.leaf.type, slot.describe())
+    for i, slot in enumerate(plan.slots):       # type names like struct[i32] are not markup
+        params.add_row(str(i), *map(escape, (slot.leaf.path, slot.leaf.type, slot.describe())))
     for label, scratch in (("global_scratch", plan.global_scratch),
                            ("profile_scratch", plan.profile_scratch))[:plan.num_scratch]:
         params.add_row(str(len(params.rows)), label, "*u8",
                        f"{human_bytes(scratch.nbytes)} ({scratch.size} B x {plan.ctas} CTAs)")
-    console.print(params)
+    console.print(params if params.rows else "parameters: none")
 
     if spec.buffers:
         buffers = Table(title="buffers", title_justify="left")
         for column in ("name", "dtype", "shape", "bytes", "init", "save"):
             buffers.add_column(column, justify="right" if column == "bytes" else "left")
         for b in spec.buffers.values():
-            buffers.add_row(b.name, b.dtype.name, dims(b.shape), human_bytes(b.nbytes),
+            buffers.add_row(escape(b.name), b.dtype.name, dims(b.shape), human_bytes(b.nbytes),
                             b.init.describe(), str(b.save) if b.save else "")
         console.print(buffers)
     console.print(f"device memory {human_bytes(plan.device_bytes)}; "

@@ -137,9 +137,12 @@ def parse_type(value, field: str) -> ParamType:
             raise SpecError(f"tensordesc needs 1 to 5 positive block dims: {excerpt(text)}",
                             field=field)
         return TensorDescType(dtype, block)
+    from .aggregates import parse_aggregate     # here: it builds on this module
+    if (aggregate := parse_aggregate(text, field)) is not None:
+        return aggregate
     raise SpecError(f"unknown type {excerpt(value)}; expected one of {', '.join(SCALAR_TYPES)}, "
-                    "*T, *kT, constexpr, nvTmaDesc, tensordesc<T[dims]> or a list",
-                    field=field)
+                    "*T, *kT, constexpr, nvTmaDesc, tensordesc<T[dims]>, struct[T, ...], "
+                    "T[n], TxN or a list", field=field)
 
 
 def check_type_bounds(text: str, field: str, max_chars: int = MAX_TYPE_CHARS) -> None:
@@ -176,13 +179,15 @@ def _split_top_level(text: str) -> list[str]:
 
 
 def parse_compact(text: str, field: str = "signature", as_tuple: bool = False):
-    """The compact form `"*fp32,*fp32,i32"`; `(a,b)` is a tuple.
+    """The compact form `"*fp32,*fp32,i32"`; `(a,b)` is a tuple; `""` is no parameters.
 
     Returns a Signature with names arg0, arg1, ... (or a TupleType for the
     inside of parentheses).
     """
     if not as_tuple:
         check_type_bounds(text, field, MAX_SIGNATURE_CHARS)
+    if not text.strip() and not as_tuple:
+        return Signature(())                    # `--signature ""`: no parameters
     parts = _split_top_level(text)
     if any(not p for p in parts):
         raise SpecError(f"empty type in {excerpt(text)}", field=field)
@@ -193,9 +198,10 @@ def parse_compact(text: str, field: str = "signature", as_tuple: bool = False):
 
 
 def parse_signature(mapping, field: str = "signature") -> Signature:
-    """A spec's `signature:` mapping, in order."""
-    if not isinstance(mapping, dict) or not mapping:
-        raise SpecError("must be a mapping of parameter name to type", field=field)
+    """A spec's `signature:` mapping, in order; `{}` is a kernel with no parameters."""
+    if not isinstance(mapping, dict):
+        raise SpecError("must be a mapping of parameter name to type ({} for a kernel "
+                        "with no parameters)", field=field)
     params = []
     for name, value in mapping.items():
         if not isinstance(name, str) or not name.isidentifier():
@@ -287,4 +293,7 @@ def leaf_size(leaf_type: str) -> int:
         return 8
     if leaf_type == "nvTmaDesc":
         return 128
-    return SCALAR_TYPES[leaf_type].size
+    if leaf_type in SCALAR_TYPES:
+        return SCALAR_TYPES[leaf_type].size
+    from .aggregates import aggregate_of, size_align
+    return size_align(aggregate_of(leaf_type))[0]

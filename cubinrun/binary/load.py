@@ -51,9 +51,10 @@ def _read(path: Path, field: str, limit: int = MAX_BINARY_BYTES, what: str = "cu
 
 def _compile(spec: Spec, arch: str | None, field: str) -> tuple[bytes, str]:
     from . import nvrtc
+    arch = arch or spec.kernel.arch
     if arch is None:
-        raise SpecError("compiling needs a target: run on a GPU or pass --arch (e.g. sm_90)",
-                        field=field)
+        raise SpecError("compiling needs a target: run on a GPU, pass --arch or set "
+                        "kernel.arch in the spec (e.g. sm_90)", field=field)
     path = spec.kernel.path
     if spec.kernel.kind == "ptx":
         ptx = _read(path, field, MAX_PTX_BYTES, "PTX")

@@ -16,7 +16,7 @@ import sys
 import click
 
 from ..errors import EXIT_USAGE, BuildError, CubinrunError, one_line
-from . import binaries, device, launch, source
+from . import binaries, device, launch, results, source
 
 _debug = False
 
@@ -30,8 +30,8 @@ def cli(debug: bool) -> None:
     _debug = debug
 
 
-for _command in (launch.launch, source.gen, device.props, binaries.inspect,
-                 binaries.compile_command, binaries.init):
+for _command in (launch.launch, results.compare, results.plot, source.gen, device.props,
+                 binaries.inspect, binaries.compile_command, binaries.init):
     cli.add_command(_command)
 
 

@@ -12,6 +12,7 @@ json_option = click.option("--json", "as_json", is_flag=True,
 device_option = click.option("--device", type=click.IntRange(0, 2**31 - 1), default=None,
                              metavar="N",
                              help="CUDA device ordinal (default 0).")
+force_option = click.option("--force", is_flag=True, help="Overwrite the -o file if it exists.")
 
 
 def console(stderr: bool = False):
@@ -43,3 +44,15 @@ def current_arch() -> str:
         return driver.get_device(0).arch
     except CudaError as exc:
         raise UsageError(f"no GPU to target ({exc}); pass --arch, e.g. --arch sm_90") from None
+
+
+def write_output(path: str, text: str, force: bool) -> None:
+    """`-o FILE`: a file that exists is kept unless --force; failures are one line."""
+    from ..errors import UsageError
+    try:
+        with open(path, "w" if force else "x", encoding="utf-8") as f:
+            f.write(text)
+    except FileExistsError:
+        raise UsageError(f"{path} exists; pass --force to overwrite it") from None
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None

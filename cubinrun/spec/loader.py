@@ -9,6 +9,7 @@ where YAML gives it, the line.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -21,11 +22,14 @@ from ..limits import (MAX_BENCH_MS, MAX_BUFFER_BYTES, MAX_DEVICE_BYTES, MAX_NAME
 from ..yamlload import LocatedDict, LocatedList, load_yaml_file
 from .locate import locate
 from .scalars import as_int, check_scalar_value
-from .args import ArgsBuilder
+from .args import ArgsBuilder, scalar_entries
 from .model import KERNEL_KINDS, Bench, BufferArg, Check, KernelRef, Launch, Scratch, Spec
 
 TOP_LEVEL_KEYS = ("kernel", "signature", "constants", "vars", "args", "grid", "block",
-                  "launch", "check", "bench")
+                  "launch", "check", "bench", "sweep")      # sweep: read by cubinrun.runs
+
+ARCH_PATTERN = re.compile(r"sm_\d+[af]?")
+_TEMPLATE_NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
 BLOCK_LIMITS = (1024, 1024, 64)
@@ -165,14 +169,16 @@ class _SpecBuilder:
 
     def kernel(self, node: Any) -> KernelRef:
         t = self.tree
-        node = self.mapping(node, "kernel", t, "kernel", KERNEL_KINDS + ("name", "options"))
+        node = self.mapping(node, "kernel", t, "kernel",
+                            KERNEL_KINDS + ("name", "options", "arch"))
         kinds = [k for k in KERNEL_KINDS if k in node]
         if len(kinds) != 1:
             found = ", ".join(kinds) or "none"
             raise self.error(f"needs exactly one of {', '.join(KERNEL_KINDS)} (found: {found})",
                              "kernel", t, "kernel")
         kind = kinds[0]
-        path = self.resolve_path(node[kind], f"kernel.{kind}", node, kind)
+        raw_path = self.fill_template(node[kind], f"kernel.{kind}", node, kind)
+        path = self.resolve_path(raw_path, f"kernel.{kind}", node, kind)
         name = node.get("name")
         if name is not None and (not isinstance(name, str) or not name):
             raise self.error(f"must be a symbol name, got {excerpt(name)}", "kernel.name", node, "name")
@@ -182,11 +188,40 @@ class _SpecBuilder:
                              "kernel.options", node, "options")
         if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
             raise self.error("must be a list of strings", "kernel.options", node, "options")
+        options = [self.fill_template(o, f"kernel.options[{i}]", options, i)
+                   for i, o in enumerate(options)]
+        arch = node.get("arch")
+        if arch is not None:
+            if kind not in ("source", "ptx"):
+                raise self.error("only `source:` and `ptx:` kernels are compiled for a target",
+                                 "kernel.arch", node, "arch")
+            if not isinstance(arch, str) or not ARCH_PATTERN.fullmatch(arch):
+                raise self.error(f"must be a target such as sm_90 or sm_90a, got {arch!r}",
+                                 "kernel.arch", node, "arch")
         if kind == "triton":
             from .triton_entry import read_triton_entry
             self.triton = read_triton_entry(path, with_signature="signature" not in t)
             name = name or self.triton.name
-        return KernelRef(kind, path, name, tuple(options))
+        return KernelRef(kind, path, name, tuple(options), arch)
+
+    def fill_template(self, text: Any, field: str, parent: Any, key: Any) -> Any:
+        """`{NAME}` in the kernel's path or options is the var's value, so a sweep can
+        pick among binaries or compile variants. Only vars (and --set) may appear:
+        the kernel is read before the signature that would give scalar args."""
+        if not isinstance(text, str) or "{" not in text:
+            return text
+        names = self.names = _Names(self, sig.Signature(()))    # replaced once the signature is known
+
+        def value(match: re.Match) -> str:
+            var = match.group(1)
+            if var not in names.raw:
+                raise self.error(f"{{{var}}} names no var (vars: "
+                                 f"{', '.join(names.raw) or 'none'})", field, parent, key)
+            number = names.get(var)
+            if isinstance(number, int) or float(number).is_integer():
+                return str(int(number))
+            return repr(float(number))
+        return _TEMPLATE_NAME.sub(value, text)
 
     def signature(self) -> sig.Signature:
         t = self.tree
@@ -427,17 +462,24 @@ class _Names:
         self.var_names = list(self.raw)
         self.scalar_types: dict[str, ElementType] = {}
         args = t.get("args", LocatedDict())
-        for name, ty in signature.params:
-            if isinstance(ty, sig.ScalarType):
-                if name in self.raw:
-                    raise builder.error(f"{excerpt(name)} is both a var and a scalar argument",
-                                        f"vars.{name}", node, name)
-                self.scalar_types[name] = ty.dtype
-                if isinstance(args, dict) and name in args:
-                    self.raw[name] = (args[name], f"args.{name}", args, name)
+        for name, dtype, given, value, field, parent, key in scalar_entries(signature, args):
+            self.scalar_types[name] = dtype
+            if name in self.raw:
+                self._check_shared_name(name, args)
+            elif given:
+                self.raw[name] = (value, field, parent, key)
         if len(self.raw) > MAX_NAMES:
             raise builder.error(f"more than {MAX_NAMES} vars and scalar args", "vars", t, "vars")
         self.values: dict[str, int | float] = {}
+
+    def _check_shared_name(self, name: str, args: Any) -> None:
+        """A scalar arg named like a var (`vars: {M: 512}`, `args: {M: M}`, as Triton
+        kernels with params M, N, K invite) takes the var's value, so `--set M=...`
+        and sweep axes reach it; any other value would make `M` mean two things."""
+        if isinstance(args, dict) and name in args and args[name] != name:
+            raise self.b.error(f"a scalar argument named like the var {excerpt(name)} takes the "
+                               f"var's value: write `{name}: {name}` or rename one of them",
+                               f"args.{name}", args, name)
 
     def known(self) -> list[str]:
         return list(self.raw)

@@ -20,6 +20,7 @@ class KernelRef:
     path: Path                      # resolved against the spec's folder
     name: str | None                # entry symbol; None: the binary's only kernel
     options: tuple[str, ...] = ()   # NVRTC options for `source:`
+    arch: str | None = None         # compile target without a GPU (`source:` / `ptx:`)
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,16 @@ class TupleArg:
     items: tuple["Arg", ...]
 
 
-Arg = Union[BufferRef, ScalarArg, ConstArg, DescArg, TupleArg]
+@dataclass(frozen=True)
+class StructArg:
+    """A struct, array or vector passed by value (one parameter): its members'
+    args in order, named `p[0]`, `p[1][2]` like a tuple's elements."""
+    name: str
+    type: Any                       # aggregates.StructType or ArrayType
+    members: tuple["Arg", ...]
+
+
+Arg = Union[BufferRef, ScalarArg, ConstArg, DescArg, TupleArg, StructArg]
 
 
 @dataclass(frozen=True)

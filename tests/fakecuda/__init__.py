@@ -116,10 +116,23 @@ def build_fake_driver(folder: Path) -> FakeDriver:
     return FakeDriver(path)
 
 
+_shared: FakeDriver | None = None
+
+
+def shared_fake_driver(folder: Path) -> FakeDriver:
+    """One fake libcuda per process: a launcher module binds the libcuda it opens
+    first and keeps it, so a second fake would never see those launches."""
+    global _shared
+    if _shared is None:
+        _shared = build_fake_driver(folder)
+    return _shared
+
+
 @contextmanager
 def fake_driver_env(folder: Path) -> Iterator[FakeDriver]:
-    """A fake driver, with CUBINRUN_LIBCUDA pointing at it and the launcher cache in `folder`."""
-    fake = build_fake_driver(folder)
+    """The fake driver, with CUBINRUN_LIBCUDA pointing at it and the launcher cache in `folder`."""
+    fake = shared_fake_driver(folder)
+    fake.reset()
     saved = {name: os.environ.get(name) for name in ("CUBINRUN_LIBCUDA", "CUBINRUN_CACHE_DIR")}
     os.environ["CUBINRUN_LIBCUDA"] = str(fake.path)
     os.environ["CUBINRUN_CACHE_DIR"] = str(folder / "cache")
