@@ -26,6 +26,9 @@ MAX_HEADERS_BYTES = 256 * MiB
 MAX_TRITON_JSON_BYTES = 16 * MiB
 # A Triton entry's TTIR (`.source`): a large kernel's is a few MiB.
 MAX_TTIR_BYTES = 64 * MiB
+# A results file (launch --json / --jsonl) read back by compare, --baseline
+# and plots: 10 000 samples per run take ~200 KiB, so this holds ~1000 runs.
+MAX_RESULTS_BYTES = 256 * MiB
 # A spec is written by hand or a script: a few KiB.
 MAX_SPEC_BYTES = 4 * MiB
 # A `.npy` header: NumPy itself refuses headers over 10000 bytes by default.

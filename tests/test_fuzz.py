@@ -45,7 +45,7 @@ from cubinrun.cli import main  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 LONG = os.environ.get("CUBINRUN_FUZZ") == "long"
-TARGETS = 6
+TARGETS = 7
 BUDGET = float(os.environ.get("CUBINRUN_FUZZ_SECONDS", "120")) / TARGETS
 SLOW_SECONDS = 10.0                 # generous: CI machines are shared
 MAX_RSS_BYTES = 3 << 30             # the test process's peak, all examples together
@@ -376,3 +376,37 @@ def test_fuzz_yaml_structure(tmp_path):
         path.write_text(text, encoding="utf-8", errors="surrogatepass")
         run_cli("launch", "--dry-run", str(path))
     fuzz("yaml", inner)
+
+
+RESULT_KEYS = ["spec", "kernel", "point", "exit_code", "device", "timing", "throughput", "check",
+               "compare", "error", "status", "pow2"]
+TIMING_KEYS = ["median_us", "min_us", "max_us", "mean_us", "std_us", "p10_us", "p90_us",
+               "samples", "samples_us", "sm_clock_mhz"]
+
+
+def results_documents():
+    timing = st.dictionaries(st.sampled_from(TIMING_KEYS), st.one_of(
+        st.floats(0, 1e6), st.integers(-5, 10**6), st.lists(st.floats(0.1, 100), max_size=40),
+        json_values()), max_size=6)
+    result = st.fixed_dictionaries(
+        {"kernel": st.sampled_from(["k", "add_kernel"])},
+        optional={"timing": timing, "spec": st.sampled_from(["a.yaml", "b.yaml", None]),
+                  "point": st.dictionaries(st.sampled_from(["N", "B"]), st.integers(1, 8)),
+                  **{key: json_values() for key in RESULT_KEYS if key != "kernel"}})
+    return st.one_of(result, st.fixed_dictionaries({"results": st.lists(result, max_size=4)}),
+                     json_values())
+
+
+def test_fuzz_results(tmp_path):
+    """`compare` and `--baseline` read result files back: edited ones included."""
+    @examples(40)
+    @given(results_documents(), results_documents(), st.booleans())
+    def inner(base, new, lines):
+        counts["results"] += 1
+        a, b = tmp_path / "a.json", tmp_path / "b.json"
+        a.write_text(json.dumps(base))
+        b.write_text("\n".join(json.dumps(r) for r in new.get("results", []))
+                     if lines and isinstance(new, dict) else json.dumps(new))
+        run_cli("compare", str(a), str(b))
+        run_cli("compare", "--json", str(a), str(b))
+    fuzz("results", inner)

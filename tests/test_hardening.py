@@ -426,3 +426,20 @@ def test_paths_with_nul_are_refused_when_the_spec_is_read(capsys, spec):
 def test_device_ordinals_are_bounded(capsys):
     code, _, err = cli(capsys, "props", "--device", "99999999999999999999")
     assert code == 2 and "Traceback" not in err and "not in the range" in err
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"[" * 100000, "nested too deeply"),
+    (b'{"kernel": "k", "spec": 5}', "result 1: `spec` should be a string"),
+    (b'{"kernel": "k", "timing": {"median_us": NaN}}', "NaN is not a number JSON allows"),
+    (b'{"kernel": "k", "timing": {"median_us": "1"}}', "`timing.median_us` should be a number"),
+    (b"\xff\xfe", ":1: not UTF-8 text"),
+])
+def test_result_files_are_input_too(capsys, tmp_path, data, message):
+    path = tmp_path / "r.json"
+    path.write_bytes(data)
+    assert message in error_line(capsys, "compare", path, path)
+
+
+def test_results_from_dev_zero_are_bounded(capsys):
+    assert "larger than 256 MiB" in error_line(capsys, "compare", "/dev/zero", "/dev/zero")
