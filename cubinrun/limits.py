@@ -29,6 +29,12 @@ MAX_TTIR_BYTES = 64 * MiB
 # A results file (launch --json / --jsonl) read back by compare, --baseline
 # and plots: 10 000 samples per run take ~200 KiB, so this holds ~1000 runs.
 MAX_RESULTS_BYTES = 256 * MiB
+# Local headers followed from one source: far above any real kernel.
+MAX_HEADERS = 1000
+# Samples of one run in a results file: timing takes at most 10 000.
+MAX_RESULT_SAMPLES = 1_000_000
+# Parsed cubin facts in the cache: far above those of any cubin.
+MAX_FACTS_BYTES = 64 * MiB
 # A spec is written by hand or a script: a few KiB.
 MAX_SPEC_BYTES = 4 * MiB
 # A `.npy` header: NumPy itself refuses headers over 10000 bytes by default.
@@ -67,6 +73,19 @@ MAX_SIGNATURE_CHARS = 64 * KiB
 # Expanded kernel parameters: a kernel's parameters take at most 32764 bytes
 # (CUDA 12.1+ on Volta and later), so at most 32764 one-byte parameters.
 MAX_PARAMS = 32_764
+
+# --- binaries and Triton metadata ---------------------------------------------
+# libstdc++'s demangler recurses on a name's structure: a crafted symbol of
+# megabytes could exhaust the C stack. Real mangled names stay far below this.
+MAX_DEMANGLE_CHARS = 4096
+# A kernel's name in Triton's JSON.
+MAX_SYMBOL_CHARS = 4096
+# Triton's num_warps: 32 warps are 1024 threads, a block's maximum.
+MAX_WARPS = 32
+# CTAs in a cluster: 16 with the non-portable size attribute.
+MAX_CLUSTER_CTAS = 16
+# Scratch alignments, a power of two: far above any page size.
+MAX_ALIGN = 1 << 30
 
 # --- buffers -----------------------------------------------------------------
 # Dimensions of one buffer: TMA stops at 5, NumPy at 64.

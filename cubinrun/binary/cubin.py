@@ -39,7 +39,7 @@ from typing import Any, Iterator, Union
 
 from ..errors import SpecError, excerpt, shorten
 from ..inputs import read_bounded
-from ..limits import MAX_BINARY_BYTES
+from ..limits import MAX_BINARY_BYTES, MAX_DEMANGLE_CHARS
 
 EM_CUDA = 190
 STO_CUDA_ENTRY = 0x10
@@ -520,11 +520,6 @@ def demangle(name: str) -> str | None:
         return ctypes.string_at(result).decode() if status.value == 0 else None
     finally:
         free(result)
-
-
-# libstdc++'s demangler recurses on the name's structure: a crafted symbol of
-# megabytes could exhaust the C stack. Real mangled names stay far below this.
-MAX_DEMANGLE_CHARS = 4096
 
 
 @functools.lru_cache(maxsize=None)

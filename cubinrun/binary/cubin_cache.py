@@ -17,15 +17,13 @@ import json
 from pathlib import Path
 
 from ..cache import cache_root, write_atomically
+from ..limits import MAX_FACTS_BYTES
 from . import cubin
 from .cubin import CubinInfo
 
 
 def _parser_digest() -> bytes:
     return hashlib.sha256(Path(cubin.__file__).read_bytes()).digest()
-
-
-MAX_FACTS_BYTES = 64 << 20         # far above the facts of any cubin
 
 
 def _int(value, nullable: bool = False) -> bool:
@@ -58,7 +56,8 @@ def _valid_facts(data) -> bool:
                 and all(_dim3(k.get(key)) for key in ("max_threads", "required_block", "cluster"))
                 and all(key in k for key in ("max_threads", "required_block", "cluster"))):
             return False
-        if not all(isinstance(p, dict) and all(_int(p.get(f)) for f in ("ordinal", "offset", "size"))
+        fields = ("ordinal", "offset", "size")
+        if not all(isinstance(p, dict) and all(_int(p.get(f)) for f in fields)
                    for p in k["params"]):
             return False
     return True

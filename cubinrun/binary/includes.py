@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import SpecError
+from ..limits import MAX_HEADERS, MAX_HEADERS_BYTES, MAX_SOURCE_BYTES
 
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
-MAX_HEADERS = 1000      # a bound on the walk, far above any real kernel
 
 
 def include_dirs_in(options: Sequence[str]) -> list[str]:
@@ -50,7 +50,6 @@ def headers_digest(source: bytes, source_path: Path, folders: Sequence[str]) -> 
 def _read_headers(source: bytes, source_path: Path, folders: Sequence[str]) -> dict[Path, bytes]:
     """The local headers and their contents, each read once (b"" if unreadable)."""
     from ..inputs import InputTooLarge, read_bounded
-    from ..limits import MAX_HEADERS_BYTES, MAX_SOURCE_BYTES
     search = [Path(f) for f in folders]
     found: dict[Path, bytes] = {}
     total = 0

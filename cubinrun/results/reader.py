@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 from ..errors import UsageError, shorten
+from ..limits import MAX_RESULT_SAMPLES
 
 
 def read_results(path: str | Path) -> list[dict]:
@@ -98,7 +99,8 @@ def _problem(result: dict) -> str | None:
             isinstance(result["exit_code"], int) and 0 <= result["exit_code"] <= 255):
         return "`exit_code` should be an exit code"
     point = result.get("point")
-    if isinstance(point, dict) and not all(isinstance(v, (int, float, str)) for v in point.values()):
+    if isinstance(point, dict) and not all(isinstance(v, (int, float, str))
+                                           for v in point.values()):
         return "`point` should map vars to numbers"
     name = (result.get("device") or {}).get("name")
     if name is not None and not isinstance(name, str):
@@ -111,7 +113,7 @@ def _problem(result: dict) -> str | None:
             isinstance(timing["samples"], int) and timing["samples"] >= 0):
         return "`timing.samples` should be a count"
     samples = timing.get("samples_us")
-    if samples is not None and not (isinstance(samples, list) and len(samples) <= MAX_SAMPLES
+    if samples is not None and not (isinstance(samples, list) and len(samples) <= MAX_RESULT_SAMPLES
                                     and all(_number(v) and v >= 0 for v in samples)):
         return "`timing.samples_us` should be a list of times"
     throughput = result.get("throughput") or {}
@@ -120,9 +122,6 @@ def _problem(result: dict) -> str | None:
     if result.get("pow2") is not None and not isinstance(result["pow2"], list):
         return "`pow2` should be a list"
     return None
-
-
-MAX_SAMPLES = 1_000_000          # timing takes at most 10 000 per run
 
 
 def _normalise(result: dict) -> None:

@@ -17,7 +17,7 @@ from .. import signature as sig
 from ..dtypes import ElementType
 from ..errors import SpecError, excerpt, shorten
 from ..expr import Expr, parse_expr
-from ..limits import (MAX_BENCH_MS, MAX_BUFFER_BYTES, MAX_DEVICE_BYTES, MAX_NAMES,
+from ..limits import (MAX_ALIGN, MAX_BENCH_MS, MAX_BUFFER_BYTES, MAX_DEVICE_BYTES, MAX_NAMES,
                       MAX_SHARED_BYTES)
 from ..yamlload import LocatedDict, LocatedList, load_yaml_file
 from .locate import locate
@@ -319,7 +319,7 @@ class _SpecBuilder:
     def scratch(self, node: Any, field: str, parent: Any, key: str) -> Scratch:
         node = self.mapping(node, field, parent, key, ("size", "align"), required=("size",))
         size = self.integer(node["size"], f"{field}.size", node, "size", 0, MAX_BUFFER_BYTES)
-        align = self.integer(node.get("align", 1), f"{field}.align", node, "align", 1, 1 << 30)
+        align = self.integer(node.get("align", 1), f"{field}.align", node, "align", 1, MAX_ALIGN)
         if align & (align - 1):
             raise self.error(f"must be a power of two, got {align}", f"{field}.align", node, "align")
         return Scratch(size, align)
@@ -457,7 +457,8 @@ class _Names:
             self.raw[name] = (value, f"vars.{name}", node, name)
         for name, value in builder.overrides.items():
             if name not in self.raw:
-                raise SpecError(f"--set {name}: no such var (vars: {shorten(', '.join(self.raw) or 'none', 200)})")
+                known = shorten(", ".join(self.raw) or "none", 200)
+                raise SpecError(f"--set {name}: no such var (vars: {known})")
             self.raw[name] = (value, f"--set {name}", None, None)
         self.var_names = list(self.raw)
         self.scalar_types: dict[str, ElementType] = {}

@@ -33,8 +33,9 @@ from pathlib import Path
 from ..dtypes import ELEMENT_TYPES
 from ..errors import SpecError, excerpt, shorten
 from ..inputs import read_text
-from ..limits import (MAX_BUFFER_BYTES, MAX_PARAMS, MAX_SHARED_BYTES, MAX_TRITON_JSON_BYTES,
-                      MAX_TTIR_BYTES)
+from ..limits import (MAX_ALIGN, MAX_BUFFER_BYTES, MAX_CLUSTER_CTAS, MAX_PARAMS,
+                      MAX_SHARED_BYTES, MAX_SYMBOL_CHARS, MAX_TRITON_JSON_BYTES, MAX_TTIR_BYTES,
+                      MAX_WARPS)
 from ..signature import (
     ParamType,
     PointerType,
@@ -125,12 +126,6 @@ def read_triton_entry(json_path: str | Path, *, with_signature: bool = True) -> 
         num_scratch_params=("global_scratch_size" in meta) + ("profile_scratch_size" in meta),
         signature=signature,
     )
-
-
-MAX_WARPS = 32                  # 1024 threads per block
-MAX_CLUSTER_CTAS = 16           # the non-portable cluster maximum
-MAX_SYMBOL_CHARS = 4096
-MAX_ALIGN = 1 << 30
 
 
 class _Fields:
