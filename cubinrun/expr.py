@@ -144,6 +144,9 @@ def parse_expr(value: Any, *, arrays: bool = False) -> Expr:
         raise SpecError(f"expected a number or an expression, got {excerpt(value)}")
     if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
         raise SpecError(f"integer exceeds {MAX_INT_BITS} bits")
+    if isinstance(value, float) and not math.isfinite(value):
+        # YAML's .nan / .inf (and 1e400): their repr is a name, not a literal.
+        return Expr(repr(value), ast.Expression(body=ast.Constant(value)), frozenset(), arrays)
     source = value if isinstance(value, str) else repr(value)
     if len(source) > MAX_EXPR_CHARS:
         raise SpecError(f"expression of {len(source)} characters (at most {MAX_EXPR_CHARS}): "

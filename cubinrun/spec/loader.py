@@ -132,6 +132,8 @@ class _SpecBuilder:
         number = self.evaluate(value, field, parent, key)
         result = as_int(number)
         if result is None:
+            if isinstance(number, float) and (blame := self.names.blame_float(value, field)):
+                raise blame
             raise self.error(f"must be an integer, got {excerpt(number)}", field, parent, key)
         if minimum is not None and result < minimum:
             raise self.error(f"must be >= {minimum}, got {result}", field, parent, key)
@@ -443,7 +445,7 @@ class _SpecBuilder:
                 file = self.resolve_path(entry["file"], f"{field}.file", entry, "file")
             tol = {}
             for key in ("rtol", "atol"):
-                if key in entry:        # YAML 1.1 reads `1e-6` as a string: evaluate it
+                if key in entry:        # a number, or an expression (`4 * EPS`)
                     value = self.evaluate(entry[key], f"{field}.{key}", entry, key)
                     if not value >= 0:                  # NaN too
                         raise self.error(f"must be a non-negative number, got {excerpt(value)}",
@@ -592,7 +594,41 @@ class _Names:
         try:
             return check_scalar_value(dtype, result)
         except SpecError as exc:
+            if isinstance(result, float) and dtype.kind != "float" and \
+                    (blame := self.blame_float(value, field)):
+                raise blame from None
             raise self.b.error(exc.message, field, parent, key) from None
+
+    def blame_float(self, value: Any, used_in: str) -> SpecError | None:
+        """The error for a float where `used_in` needs an integer, at the var the
+        float came from: `vars: {N: 1e3}` (a float in YAML 1.2) used as a shape is
+        wrong where it was written, not where it was used. Follows vars that
+        name float vars to the first one; None when no var in `value` holds a
+        float (the expression itself made it, e.g. `N / 2`)."""
+        culprit, name, seen = None, self._float_var_in(value), set()
+        while name is not None and name not in seen:
+            seen.add(name)
+            culprit, name = name, self._float_var_in(self.raw[name][0])
+        if culprit is None:
+            return None
+        raw, field, parent, key = self.raw[culprit]
+        number = self.values[culprit]
+        literal = isinstance(raw, float) or not self.b.expr(raw, field, parent, key).names
+        fix = (f": write {int(number)}" if literal and number.is_integer()
+               else ": // divides to an integer" if "/" in str(raw) else "")
+        written = "is" if isinstance(raw, float) else f"{excerpt(raw)} is"
+        return self.b.error(f"{written} {number!r}, a float, but {used_in} needs an "
+                            f"integer{fix}", field, parent, key)
+
+    def _float_var_in(self, value: Any) -> str | None:
+        if isinstance(value, (bool, float)):
+            return None
+        try:
+            names = parse_expr(value).names
+        except SpecError:
+            return None
+        return next((n for n in sorted(names)
+                     if n in self.raw and isinstance(self.values.get(n), float)), None)
 
     def value_of(self, expr: Expr) -> int | float:
         env = _LazyEnv(self)
