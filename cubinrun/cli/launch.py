@@ -139,16 +139,18 @@ def _check_outputs(args: LaunchArgs) -> None:
 
 
 def _check_numbers(args: LaunchArgs) -> None:
-    """--arch and the timing budgets, before any spec is read."""
+    """--arch, the timing budgets (by the rule of the spec's bench: fields) and
+    --threshold, before any spec is read, used or not."""
     from ..errors import UsageError
-    from ..limits import MAX_BENCH_MS
+    from ..results.compare import parse_threshold
+    from ..spec.model import budget_problem
     if args.arch is not None:
         from ..binary.nvrtc import parse_arch
         parse_arch(args.arch)
     for name, value in (("warmup", args.warmup), ("rep", args.rep)):
-        if value is not None and not 0 < value <= MAX_BENCH_MS:     # NaN and infinity too
-            raise UsageError(f"--{name} must be a positive number of ms up to {MAX_BENCH_MS}, "
-                             f"got {value}")
+        if value is not None and (problem := budget_problem(value)):
+            raise UsageError(f"--{name} {problem}")
+    parse_threshold(args.threshold)
 
 
 def _read_baseline(args: LaunchArgs):

@@ -17,14 +17,15 @@ from .. import signature as sig
 from ..dtypes import ElementType
 from ..errors import SpecError, excerpt, shorten
 from ..expr import Expr, parse_expr
-from ..limits import (MAX_ALIGN, MAX_BENCH_MS, MAX_BUFFER_BYTES, MAX_DEVICE_BYTES, MAX_NAMES,
+from ..limits import (MAX_ALIGN, MAX_BUFFER_BYTES, MAX_DEVICE_BYTES, MAX_NAMES,
                       MAX_SHARED_BYTES)
 from ..yamlload import LocatedDict, LocatedList, load_yaml_file
 from .locate import locate
 from .scalars import as_int, check_scalar_value
 from .args import ArgsBuilder, scalar_entries
 from .device_values import DEVICE_NAMES, DeviceValues, unavailable
-from .model import KERNEL_KINDS, Bench, BufferArg, Check, KernelRef, Launch, Scratch, Spec
+from .model import (KERNEL_KINDS, L2_MODES, Bench, BufferArg, Check, KernelRef, Launch,
+                    Scratch, Spec, budget_problem)
 
 TOP_LEVEL_KEYS = ("kernel", "signature", "constants", "vars", "args", "grid", "block",
                   "launch", "check", "bench", "sweep")      # sweep: read by cubinrun.runs
@@ -466,13 +467,13 @@ class _SpecBuilder:
         for key, attr in (("warmup", "warmup_ms"), ("rep", "rep_ms")):
             if key in node:
                 value = self.evaluate(node[key], f"bench.{key}", node, key)
-                if not 0 < value <= MAX_BENCH_MS:         # NaN and infinity too
-                    raise self.error(f"must be a positive number of ms up to {MAX_BENCH_MS}, "
-                                     f"got {value}", f"bench.{key}", node, key)
+                if problem := budget_problem(value):
+                    raise self.error(problem, f"bench.{key}", node, key)
                 got[attr] = float(value)
         if "l2" in node:
-            if node["l2"] not in ("cold", "hot"):
-                raise self.error(f"must be cold or hot, got {excerpt(node['l2'])}", "bench.l2", node, "l2")
+            if node["l2"] not in L2_MODES:
+                raise self.error(f"must be {' or '.join(L2_MODES)}, got {excerpt(node['l2'])}",
+                                 "bench.l2", node, "l2")
             got["l2"] = node["l2"]
         for key in ("bytes", "flops"):
             if key in node:

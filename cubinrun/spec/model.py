@@ -155,6 +155,19 @@ class Check:
     nan_ok: bool = False
 
 
+L2_MODES = ("cold", "hot")
+
+
+def budget_problem(value: Any) -> str | None:
+    """What is wrong with a timing budget in ms, or None. The one rule for the
+    spec's bench.warmup / bench.rep and the command line's --warmup / --rep."""
+    from ..limits import MAX_BENCH_MS
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not 0 < value <= MAX_BENCH_MS:                   # NaN and infinity too
+        return f"must be a positive number of ms up to {MAX_BENCH_MS}, got {value}"
+    return None
+
+
 @dataclass(frozen=True)
 class Bench:
     warmup_ms: float = 25.0
