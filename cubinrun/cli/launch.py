@@ -253,11 +253,8 @@ def _write_outputs(records, results, exit_code, not_run, wall_s, args: LaunchArg
 
 
 def wide_console():
-    """stdout; in a CI log (not a terminal) wide enough that spec paths are not cut."""
-    out = console()
-    if not out.is_terminal:
-        out.width = 160
-    return out
+    """stdout for the table of runs (console() never wraps it when piped)."""
+    return console()
 
 
 def _print_comparison(compare: dict) -> None:
