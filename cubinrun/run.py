@@ -309,6 +309,8 @@ class _Run:
         except self.launcher.CudaCallError as exc:
             call_name, code = exc.args
             raise driver.cuda_error(call_name, code, f"kernel {self.kernel_name!r}") from None
+        except self.launcher.DriverLoadError as exc:       # the first launch opens the driver
+            raise driver.launcher_driver_error(str(exc)) from None
 
     def check_and_save(self, memory, result: RunResult) -> None:
         from .check import run_check
