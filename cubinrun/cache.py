@@ -11,7 +11,9 @@ def cache_root() -> Path:
     """$CUBINRUN_CACHE_DIR, else $XDG_CACHE_HOME/cubinrun, else ~/.cache/cubinrun."""
     if explicit := os.environ.get("CUBINRUN_CACHE_DIR"):
         return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or _home() / ".cache"
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    # The XDG Base Directory spec: a relative path is invalid and is ignored.
+    base = xdg if os.path.isabs(xdg) else _home() / ".cache"
     return Path(base) / "cubinrun"
 
 
