@@ -16,7 +16,7 @@ import sys
 import click
 
 from ..errors import EXIT_USAGE, BuildError, CubinrunError, one_line
-from . import binaries, device, launch, results, source
+from . import binaries, caches, device, launch, results, source
 from .common import JSON_BEFORE_COMMAND, Flags, everywhere_options
 
 
@@ -31,16 +31,25 @@ def cli(ctx: click.Context, as_json: bool) -> None:
     --debug, --no-color and --json work before the command and after it."""
     if as_json and ctx.invoked_subcommand:
         command = cli.get_command(ctx, ctx.invoked_subcommand)
-        if command is not None and not any(p.name == "as_json" for p in command.params):
+        if isinstance(command, click.Group):
+            pass                # its commands say (`cubinrun --json cache info`)
+        elif command is not None and not any(p.name == "as_json" for p in command.params):
             raise click.UsageError(f"cubinrun {ctx.invoked_subcommand} has no --json output")
         ctx.meta[JSON_BEFORE_COMMAND] = True
 
 
 for _command in (launch.launch, results.compare, results.plot, source.gen, device.props,
-                 binaries.inspect, binaries.compile_command, binaries.init):
+                 binaries.inspect, binaries.compile_command, binaries.init, caches.cache):
     cli.add_command(_command)
-for _command in (cli, *cli.commands.values()):
-    _command.params.extend(everywhere_options())
+
+
+def _add_everywhere_options(command: click.Command) -> None:
+    command.params.extend(everywhere_options())
+    for sub in getattr(command, "commands", {}).values():
+        _add_everywhere_options(sub)
+
+
+_add_everywhere_options(cli)
 
 
 def _print_error(error: CubinrunError) -> None:
