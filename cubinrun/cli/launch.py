@@ -271,7 +271,7 @@ def _print_comparison(compare: dict) -> None:
 def _dry_run(tasks, args: LaunchArgs) -> None:
     from ..prepare import prepare
     from ..report import print_json, render_plan
-    from ..run import check_data
+    from ..dry_checks import check_data
     from ..spec import load_spec
     if len(tasks) == 1:
         task = tasks[0]
@@ -294,7 +294,7 @@ def _dry_run_many(tasks, args: LaunchArgs) -> int:
     from ..errors import CubinrunError, SpecError
     from ..prepare import prepare
     from ..report import print_json
-    from ..run import check_data
+    from ..dry_checks import check_data
     from ..runs.outcome import RunRecord, most_severe
     from ..spec import load_spec
     from ..spec.locate import locate

@@ -23,6 +23,12 @@ class KernelRef:
     arch: str | None = None         # compile target without a GPU (`source:` / `ptx:`)
 
 
+# `random`'s defaults by kind and the normal's reach (in std): hostdata draws
+# by them and dry_checks proves a dry run's checks by them.
+DEFAULT_UNIFORM = {"float": (-1.0, 1.0), "int": (-8, 8), "uint": (0, 16), "bool": (0, 2)}
+NORMAL_SIGMAS = 6.0                 # mean +- this many std must fit the dtype
+
+
 @dataclass(frozen=True)
 class Init:
     kind: str                       # one of INIT_KINDS
