@@ -1,0 +1,65 @@
+"""One pool of worker threads for the host's bulk work on buffers: making input
+values, filling staging memory and checking outputs, block by block.
+
+NumPy releases the GIL inside its loops (ufuncs, casts, copies and the
+`numpy.random` fills), so threads scale over cores for blocks of ~1M elements.
+Workers never call the driver: a CUDA context is current per thread, and the
+main thread keeps it. Tasks must not wait on tasks submitted after them (the
+pool runs them in submission order, so waiting on earlier ones is safe).
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Callable, Iterable, TypeVar
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def worker_count() -> int:
+    """The cores this process may run on (`CUBINRUN_THREADS` overrides)."""
+    override = os.environ.get("CUBINRUN_THREADS", "").strip()
+    if override.isdigit() and int(override) > 0:
+        return int(override)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):           # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def pool() -> ThreadPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(worker_count(), thread_name_prefix="cubinrun")
+        return _pool
+
+
+def submit(fn: Callable[..., T], *args) -> Future[T]:
+    return pool().submit(fn, *args)
+
+
+def run_all(tasks: Iterable[Callable[[], T]]) -> list[T]:
+    """Run the tasks on the pool and return their results in order; the first
+    exception (in order) is raised after every task has finished, so no task
+    still writes into memory the caller is about to free."""
+    futures = [submit(task) for task in tasks]
+    return gather(futures)
+
+
+def gather(futures: list[Future[T]]) -> list[T]:
+    """Results in order, waiting for all of them before raising the first error."""
+    error: BaseException | None = None
+    results: list[T] = []
+    for future in futures:
+        try:
+            results.append(future.result())
+        except BaseException as exc:        # noqa: BLE001 - re-raised below
+            error = error or exc
+    if error is not None:
+        raise error
+    return results
