@@ -16,9 +16,12 @@ import numpy as np
 import pytest
 from fakecuda import fake_driver_env
 
-from cubinrun import driver
+from cubinrun import capacity, check, driver, hostdata, transfer
+from cubinrun.buffers import make_host_arrays
 from cubinrun.cli import main
 from cubinrun.errors import CudaError
+from cubinrun.plan import make_plan
+from cubinrun.spec import load_spec, parse_overrides
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
@@ -39,6 +42,7 @@ class FakeDevice:
 
     EVENT_OFFSET_US = 2.0
     KERNEL_US = 3.0
+    TOTAL_MEMORY = 141 << 30
 
     def __init__(self, launches: Callable[[], int]):
         self.launches = launches            # how many launches the fake libcuda took
@@ -47,6 +51,7 @@ class FakeDevice:
         self.calls: list[str] = []
         self.events = itertools.count(1)
         self.function_attributes: dict[str, int] = {}
+        self.free_memory = self.TOTAL_MEMORY
 
     def __call__(self, name: str, *args, context: str = ""):
         self.calls.append(name)
@@ -82,12 +87,26 @@ class FakeDevice:
         return address
 
     def cuMemFree(self, pointer): del self.memory[pointer]
+    def cuMemHostAlloc(self, nbytes, flags): return self.cuMemAlloc(nbytes)
+    def cuMemFreeHost(self, pointer): del self.memory[pointer]
+    def cuMemGetInfo(self): return self.free_memory, self.TOTAL_MEMORY
     def cuMemcpyHtoD(self, dst, src, n): ctypes.memmove(dst, src, n)
     def cuMemcpyDtoH(self, dst, src, n): ctypes.memmove(dst, src, n)
+    def cuMemcpyHtoDAsync(self, dst, src, n, stream): ctypes.memmove(dst, src, n)
+    def cuMemcpyDtoHAsync(self, dst, src, n, stream): ctypes.memmove(dst, src, n)
     def cuMemsetD8Async(self, dst, byte, n, stream): ctypes.memset(dst, byte, n)
+    def cuMemsetD16Async(self, dst, value, n, stream): self._fill(dst, ctypes.c_uint16, value, n)
+    def cuMemsetD32Async(self, dst, value, n, stream): self._fill(dst, ctypes.c_uint32, value, n)
+
+    @staticmethod
+    def _fill(dst, ctype, value, n):
+        np.ctypeslib.as_array((ctype * n).from_address(dst))[:] = value
+
     def cuStreamCreate(self, flags): return 0x5
+    def cuStreamDestroy(self, stream): return None
     def cuStreamSynchronize(self, stream): return None
     def cuEventCreate(self, flags): return next(self.events)
+    def cuEventSynchronize(self, event): return None
     def cuEventRecord(self, event, stream): self.recorded[event] = self.launches()
 
     def cuEventElapsedTime(self, start, end):
@@ -282,3 +301,122 @@ def test_without_a_driver_launch_and_props_end_with_exit_4(capsys, monkeypatch):
         code, out, err = run_cli(capsys, *args)
         assert code == 4 and out == ""
         assert err.count("\n") == 1 and err.startswith("error: no NVIDIA driver found")
+
+
+# ---------------------------------------------------------------- data at scale
+# Inputs made into pinned staging slots and copied, outputs checked and saved
+# slot by slot, constant buffers set by a memset, refusals before anything is
+# allocated, and the stage times reported. The fake's "kernel" runs when it is
+# waited for: out = x + y, as vector_add.
+
+BIG_N = 50_000
+
+
+@pytest.fixture
+def vector_add(device, fake_libcuda, monkeypatch):
+    """The fake's kernel adds x and y into out when the launch is waited for;
+    slots and blocks small so that N spans many of them."""
+    monkeypatch.setattr(transfer, "SLOT_BYTES", 16 << 10)
+    monkeypatch.setattr(hostdata, "CHUNK", 1000)
+    monkeypatch.setattr(check, "CHUNK", 1000)
+    done = [0]
+    wrong: dict[int, float] = {}
+
+    def synchronize(stream):
+        if fake_libcuda.launch_count > done[0]:
+            done[0] = fake_libcuda.launch_count
+            params = fake_libcuda.launches()[-1].params
+            x, y, out = (int.from_bytes(p, "little") for p in params[:3])
+            n = int.from_bytes(params[3][:4], "little")
+            view = lambda a: np.ctypeslib.as_array((ctypes.c_float * n).from_address(a))  # noqa: E731
+            np.add(view(x), view(y), out=view(out))
+            for i, v in wrong.items():
+                view(out)[i] = v
+    monkeypatch.setattr(device, "cuStreamSynchronize", synchronize)
+    device.wrong = wrong
+    return device
+
+
+def spec_with(tmp_path, text: str):
+    path = tmp_path / "va.yaml"
+    source = (CONFIGS / "vector_add.yaml").read_text().replace("../kernels", str(REPO / "kernels"))
+    path.write_text(source + text)
+    return path
+
+
+def test_the_check_passes_through_many_slots_and_reports_its_stages(vector_add, capsys):
+    code, out, _ = run_cli(capsys, "launch", "--json", "--no-bench", CONFIGS / "vector_add.yaml",
+                           "--set", f"N={BIG_N}")
+    report = json.loads(out)
+    assert code == 0 and report["check"]["outputs"]["out"]["count"] == BIG_N
+    x, y, _ = make_host_arrays(make_plan(load_spec(CONFIGS / "vector_add.yaml",
+                                                   parse_overrides([f"N={BIG_N}"]))))
+    rounding = np.abs((x + y).astype(np.float64) - (x.astype(np.float64) + y)).max()
+    assert report["check"]["outputs"]["out"]["max_abs_err"] == rounding
+    assert set(report["stages_s"]) == {"init", "upload", "launch", "download", "check"}
+    assert all(seconds >= 0 for seconds in report["stages_s"].values())
+    calls = vector_add.calls
+    # x and y copied in slots of 4096 floats; out (zeros) set by one memset of 4-byte zeros
+    assert calls.count("cuMemcpyHtoDAsync") == 2 * -(-BIG_N // 4096)
+    assert calls.count("cuMemsetD32Async") == 1 and "cuMemcpyHtoD" not in calls
+    assert calls.count("cuMemcpyDtoHAsync") == -(-BIG_N // 4000)     # whole blocks per slot
+    assert not vector_add.memory                                   # pinned slots freed too
+
+
+def test_first_mismatches_come_back_in_flat_order(vector_add, capsys):
+    vector_add.wrong.update({BIG_N - 1: 5.0, 17: -1.0, 4095: 2.0, 4096: 3.0})
+    code, out, _ = run_cli(capsys, "launch", "--json", "--no-bench", CONFIGS / "vector_add.yaml",
+                           "--set", f"N={BIG_N}")
+    result = json.loads(out)["check"]["outputs"]["out"]
+    assert code == 1 and result["mismatches"] == 4
+    assert [m[0] for m in result["first_mismatches"]] == [[17], [4095], [4096], [BIG_N - 1]]
+    x, y, _ = make_host_arrays(make_plan(load_spec(CONFIGS / "vector_add.yaml",
+                                                   parse_overrides([f"N={BIG_N}"]))))
+    assert result["first_mismatches"][0][1:] == [-1.0, float(x[17]) + float(y[17])]
+
+
+def test_saved_outputs_are_what_np_save_writes(vector_add, tmp_path, capsys):
+    path = spec_with(tmp_path, "")
+    text = path.read_text().replace("out: {shape: [N], init: zeros}",
+                                    f"out: {{shape: [N], init: zeros, save: {tmp_path}/out.npy}}")
+    path.write_text(text)
+    code, _, _ = run_cli(capsys, "launch", "--no-bench", path, "--set", f"N={BIG_N}")
+    x, y, _ = make_host_arrays(make_plan(load_spec(path, parse_overrides([f"N={BIG_N}"]))))
+    saved = tmp_path / "out.npy"
+    assert code == 0
+    expected = tmp_path / "expected.npy"
+    np.save(expected, x + y)
+    assert saved.read_bytes() == expected.read_bytes()
+
+
+def test_a_spec_that_cannot_fit_the_host_is_refused_first(device, monkeypatch, tmp_path, capsys):
+    path = spec_with(tmp_path, "").read_text().replace("init: zeros", "init: {random: uniform}")
+    spec = tmp_path / "ints.yaml"
+    spec.write_text(path.replace('out: "*fp32"', 'out: "*i32"'))
+    monkeypatch.setattr(capacity, "available_host_memory", lambda: 100 << 20)
+    code, _, err = run_cli(capsys, "launch", spec, "--set", "N=100000000", "--no-bench")
+    assert code == 2
+    assert "args: the buffers need" in err and "out 381.47 MiB kept whole" in err
+    assert "and 100.00 MiB is available" in err
+    assert "cuMemAlloc" not in device.calls
+
+
+@pytest.mark.parametrize("free, total, code, words", [
+    (1 << 20, 141 << 30, 4, "of Fake H200's 141.00 GiB is free"),
+    (1 << 20, 8 << 20, 2, "and Fake H200 has 8.00 MiB"),
+])
+def test_a_spec_that_cannot_fit_the_device_is_refused_before_allocating(
+        device, monkeypatch, capsys, free, total, code, words):
+    device.free_memory = free
+    monkeypatch.setattr(type(device), "TOTAL_MEMORY", total)
+    exit_code, _, err = run_cli(capsys, "launch", CONFIGS / "vector_add.yaml", "--no-bench")
+    assert exit_code == code and "the buffers and scratch need 12.00 MiB" in err
+    assert words in err and err.count("\n") == 1
+    assert "cuMemAlloc" not in device.calls
+
+
+def test_host_need_counts_only_what_is_kept_whole():
+    spec = load_spec(CONFIGS / "vector_add.yaml", parse_overrides(["N=1073741824"]))
+    need, parts = capacity.host_need(spec)
+    assert need < 4 << 30                   # 12 GiB of buffers, none kept whole
+    assert parts == [parts[-1]] and parts[-1].startswith("staging and workers")
