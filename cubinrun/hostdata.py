@@ -43,6 +43,14 @@ two unseeded buffers differ. `index` > 0 asks for another, independent random
 array for the same buffer (seed sequence (seed, spawn key index)); other inits
 ignore it.
 
+Blocks
+`input_values` gives a buffer's input as `InputValues`, made CHUNK elements at a
+time on the worker threads (parallel.py), value for value the arrays above:
+uniform floats jump the PCG64 to each block's first value, normal blocks align
+on the true stream (pcgstream.NormalStream), integers are drawn in the one call
+above (NumPy's bounded integers keep buffered bits between values) and kept.
+The check reads any range again by the same means instead of keeping inputs.
+
 fp8e4b15 (Triton's `tl.float8e4b15`), checked in triton-lang/triton
 python/triton/language/extra/cuda/utils.py (convert_fp8e4b15_to_float16 and
 convert_float16_to_fp8e4b15, the NVIDIA codegen for this type):

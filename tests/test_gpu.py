@@ -82,3 +82,23 @@ def test_props_table_and_json():
     assert devices[0]["arch"].startswith("sm_")
     table = cubinrun("props", check_exit=0).stdout
     assert devices[0]["name"] in table and "peak memory bandwidth" in table
+
+
+def test_a_quarter_billion_elements_pass_within_the_host_memory_bound(tmp_path):
+    """2^28 fp32 elements (3 GiB of buffers): the check passes and the process's peak
+    RSS stays within 1.25x the buffers' bytes (inputs are made and checked block by
+    block through pinned slots, never whole)."""
+    import os
+    n = 1 << 28
+    out = tmp_path / "report.json"
+    with open(out, "wb") as stdout:
+        proc = subprocess.Popen([sys.executable, "-m", "cubinrun", "launch", "--json", "--no-bench",
+                                 CONFIGS / "vector_add.yaml", "--set", f"N={n}"],
+                                cwd=REPO, stdout=stdout, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)          # this child's own peak RSS
+    assert os.waitstatus_to_exitcode(status) == 0, proc.stderr.read().decode()
+    report = json.loads(out.read_text())
+    assert report["check"]["passed"] is True
+    assert report["check"]["outputs"]["out"]["count"] == n
+    assert set(report["stages_s"]) == {"init", "upload", "launch", "download", "check"}
+    assert usage.ru_maxrss * 1024 <= 1.25 * 12 * n, usage.ru_maxrss
