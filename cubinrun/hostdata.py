@@ -77,6 +77,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .dtypes import ElementType
+from .parallel import run_all
 from .pcgstream import NormalStream, Stream, uniform
 from .errors import SpecError
 from .spec.model import BufferArg, Init
@@ -229,11 +230,13 @@ class InputValues:
     range, once the blocks holding it were made (the check reads inputs again
     this way instead of keeping them); `whole()` is the array. `pattern` is the
     bytes of one element when every element holds it and a memset can write it
-    (1, 2 or 4 bytes). Made by `input_values`, which checks the init first."""
+    (1, 2 or 4 bytes). Made by `input_values`, which checks the init first, from
+    one of: `draw(a, b)` (any range, any thread), `whole` (an array kept), or a
+    `normal` stream and the `post` that rounds its float64 values to the dtype."""
 
-    def __init__(self, buffer: BufferArg, draw: Callable[[int, int], np.ndarray],
+    def __init__(self, buffer: BufferArg, draw: Callable[[int, int], np.ndarray] | None,
                  pattern: bytes | None = None, whole: np.ndarray | None = None,
-                 normal: "NormalStream | None" = None,
+                 normal: NormalStream | None = None,
                  post: Callable[[np.ndarray], np.ndarray] | None = None):
         self.buffer = buffer
         self.dtype = buffer.dtype
@@ -261,7 +264,6 @@ class InputValues:
     def whole(self) -> np.ndarray:
         if self._whole is not None:
             return self._whole
-        from .parallel import run_all
         out = np.empty(self.shape, dtype=self.host)
         flat = out.reshape(-1)
 
@@ -289,7 +291,7 @@ def input_values(buffer: BufferArg, index: int = 0) -> InputValues:
         return _random(buffer, init, Stream(seed, index), field)
     if init.kind == "file":
         whole = load_for(init.path, dtype, buffer.shape, f"{field}.file")
-        return InputValues(buffer, lambda a, b: whole.reshape(-1)[a:b], whole=whole)
+        return InputValues(buffer, None, whole=whole)
     raise AssertionError(f"unknown init {init.kind!r}")
 
 
