@@ -126,10 +126,11 @@ def print_table(rows: list[dict], fake: bool) -> None:
               f"{'pass' if r['passed'] else 'FAIL'}")
     if fake:
         print("(fake driver: the RSS column leaves out the fake device's copy of the buffers)")
+        return                              # the goals are the GPU machine's
     for k, (wall, ratio) in GOALS.items():
         for r in rows:
             if r["log2_n"] == k:
-                rss = (r["peak_rss"] - (r["data_bytes"] if fake else 0)) / r["data_bytes"]
+                rss = r["peak_rss"] / r["data_bytes"]
                 ok = r["wall_s"] < wall and (ratio is None or rss <= ratio)
                 print(f"goal 2^{k}: wall < {wall:g} s" + (f", RSS <= {ratio}x data" if ratio
                       else "") + f": {'met' if ok else 'NOT met'}")
