@@ -328,7 +328,9 @@ def vector_add(device, fake_libcuda, monkeypatch):
             params = fake_libcuda.launches()[-1].params
             x, y, out = (int.from_bytes(p, "little") for p in params[:3])
             n = int.from_bytes(params[3][:4], "little")
-            view = lambda a: np.ctypeslib.as_array((ctypes.c_float * n).from_address(a))  # noqa: E731
+
+            def view(address: int) -> np.ndarray:
+                return np.ctypeslib.as_array((ctypes.c_float * n).from_address(address))
             np.add(view(x), view(y), out=view(out))
             for i, v in wrong.items():
                 view(out)[i] = v
@@ -337,10 +339,10 @@ def vector_add(device, fake_libcuda, monkeypatch):
     return device
 
 
-def spec_with(tmp_path, text: str):
+def vector_add_copy(tmp_path) -> Path:
     path = tmp_path / "va.yaml"
     source = (CONFIGS / "vector_add.yaml").read_text().replace("../kernels", str(REPO / "kernels"))
-    path.write_text(source + text)
+    path.write_text(source)
     return path
 
 
@@ -376,7 +378,7 @@ def test_first_mismatches_come_back_in_flat_order(vector_add, capsys):
 
 
 def test_saved_outputs_are_what_np_save_writes(vector_add, tmp_path, capsys):
-    path = spec_with(tmp_path, "")
+    path = vector_add_copy(tmp_path)
     text = path.read_text().replace("out: {shape: [N], init: zeros}",
                                     f"out: {{shape: [N], init: zeros, save: {tmp_path}/out.npy}}")
     path.write_text(text)
@@ -390,7 +392,7 @@ def test_saved_outputs_are_what_np_save_writes(vector_add, tmp_path, capsys):
 
 
 def test_a_spec_that_cannot_fit_the_host_is_refused_first(device, monkeypatch, tmp_path, capsys):
-    path = spec_with(tmp_path, "").read_text().replace("init: zeros", "init: {random: uniform}")
+    path = vector_add_copy(tmp_path).read_text().replace("init: zeros", "init: {random: uniform}")
     spec = tmp_path / "ints.yaml"
     spec.write_text(path.replace('out: "*fp32"', 'out: "*i32"'))
     monkeypatch.setattr(capacity, "available_host_memory", lambda: 100 << 20)
