@@ -392,9 +392,10 @@ def test_saved_outputs_are_what_np_save_writes(vector_add, tmp_path, capsys):
 
 
 def test_a_spec_that_cannot_fit_the_host_is_refused_first(device, monkeypatch, tmp_path, capsys):
-    path = vector_add_copy(tmp_path).read_text().replace("init: zeros", "init: {random: uniform}")
+    # random integers are drawn in one call and kept whole: 4e8 bytes of them
+    text = vector_add_copy(tmp_path).read_text().replace("init: zeros", "init: {random: uniform}")
     spec = tmp_path / "ints.yaml"
-    spec.write_text(path.replace('out: "*fp32"', 'out: "*i32"'))
+    spec.write_text(text.replace('out: "*fp32"', 'out: "*i32"'))
     monkeypatch.setattr(capacity, "available_host_memory", lambda: 100 << 20)
     code, _, err = run_cli(capsys, "launch", spec, "--set", "N=100000000", "--no-bench")
     assert code == 2
