@@ -115,6 +115,9 @@ def render_result(result, console) -> None:
             for index, got, expected in c.first_mismatches:
                 console.print(f"  {c.name}{list(index)}: got {got!r}, expected {expected!r}")
 
+    for report in result.debug:             # guard bands, --repeat
+        report.render(console)
+
     if result.timing is not None:
         t = result.timing
         console.print(f"time  median {t.median:.2f} us  min {t.min:.2f}  max {t.max:.2f}  "

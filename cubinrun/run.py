@@ -23,6 +23,8 @@ class RunOptions:
     bench: bool = True
     progress: bool = True
     raw_events: bool = False            # keep the event pair's own offset in the samples
+    guard: bool = True                  # guard bands around the buffers (debug/guards.py)
+    repeat: int = 1                     # launches compared bit for bit (debug/repeat.py)
 
 
 @dataclass
@@ -36,10 +38,13 @@ class RunResult:
     l2: str | None = None
     event_offset_us: float | None = None             # subtracted from every sample
     saved: list[str] = field(default_factory=list)
+    debug: list = field(default_factory=list)        # guard and repeat reports (debug/)
 
     @property
     def passed(self) -> bool | None:
         from .check import summarize
+        if any(report.passed is False for report in self.debug):
+            return False
         return summarize(self.checks)
 
     @property
@@ -85,6 +90,7 @@ class RunResult:
                 "outputs": {c.name: c.to_json() for c in self.checks},
             },
             "saved": self.saved,
+            **{report.key: report.to_json() for report in self.debug},
         }
 
 
@@ -102,8 +108,9 @@ class Ready:
 
 
 def make_ready(spec: Spec, device: driver.Device, arch: str | None = None,
-               early: Early | None = None) -> Ready:
-    """`early`: what was done before the device was open (see `run_spec`)."""
+               early: Early | None = None, guard: bool = False) -> Ready:
+    """`early`: what was done before the device was open (see `run_spec`);
+    `guard`: guard bands around the buffers."""
     from . import buffers
     from .arguments import launcher_values
     from .kernel import load_kernel
@@ -115,7 +122,7 @@ def make_ready(spec: Spec, device: driver.Device, arch: str | None = None,
         prepared = prepare(spec, device, arch)
     plan, launcher = prepared.plan, prepared.launcher
     kernel = load_kernel(prepared.cubin, prepared.kernel_name, device, plan)
-    memory = buffers.allocate(plan, early.host_arrays if early else None)
+    memory = buffers.allocate(plan, early.host_arrays if early else None, guard=guard)
     try:
         values = launcher_values(plan.slots, memory)
         launch = spec.launch
@@ -160,7 +167,7 @@ def run_spec(spec: Spec, options: RunOptions,
         opened = opening.wait()
     else:
         opened = driver.open_device(options.device or 0)
-    ready = make_ready(spec, opened, early=early)
+    ready = make_ready(spec, opened, early=early, guard=options.guard)
     try:
         return _Run(spec, ready, opened, options).execute()
     finally:
@@ -194,6 +201,8 @@ class _Run:
             self.guarded(self.ready.launch, stream)
             driver.stream_synchronize(stream, context=f"after kernel {kernel.name!r}")
         self.check_and_save(self.ready.memory, result)
+        if plan.ctas > 0:
+            self.debug_checks(result, stream)
         if self.options.bench and plan.ctas > 0:
             result.l2 = self.options.l2 or spec.bench.l2
             timed = self.time(self.ready.launch, stream, result.l2)
@@ -208,6 +217,20 @@ class _Run:
         except self.launcher.CudaCallError as exc:
             call_name, code = exc.args
             raise driver.cuda_error(call_name, code, f"kernel {self.kernel_name!r}") from None
+
+    def debug_checks(self, result: RunResult, stream: int) -> None:
+        """Guard bands after the checked launch, then `--repeat`'s further launches."""
+        memory = self.ready.memory
+        if memory.guards:
+            from .debug.guards import GuardReport, check_guards
+            result.debug.append(GuardReport(len(memory.guards), check_guards(memory.guards)))
+        if self.options.repeat > 1:
+            from .debug.repeat import repeat_and_compare
+
+            def launch() -> None:
+                self.guarded(self.ready.launch, stream)
+                driver.stream_synchronize(stream, context=f"after kernel {self.kernel_name!r}")
+            result.debug.append(repeat_and_compare(memory, self.plan, launch, self.options.repeat))
 
     def check_and_save(self, memory, result: RunResult) -> None:
         from .check import run_check

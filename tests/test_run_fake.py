@@ -87,6 +87,7 @@ class FakeDevice:
     def cuMemsetD8Async(self, dst, byte, n, stream): ctypes.memset(dst, byte, n)
     def cuStreamCreate(self, flags): return 0x5
     def cuStreamSynchronize(self, stream): return None
+    def cuCtxSynchronize(self): return None
     def cuEventCreate(self, flags): return next(self.events)
     def cuEventRecord(self, event, stream): self.recorded[event] = self.launches()
 

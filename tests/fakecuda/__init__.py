@@ -108,12 +108,21 @@ class FakeDriver:
             params=params, param_alignment=list(raw.param_address_mod64[:raw.num_params]))
 
 
+_built: list[FakeDriver] = []
+
+
 def build_fake_driver(folder: Path) -> FakeDriver:
-    """Compile fake_libcuda.c into `folder` and load it."""
+    """Compile fake_libcuda.c into `folder` and load it, once per process: a
+    launcher resolves the driver at its first launch and keeps it, and test
+    modules share launchers (one per signature), so they must share the fake."""
+    if _built:
+        _built[0].reset()
+        return _built[0]
     path = folder / "libcuda_fake.so"
     subprocess.run([*find_compiler(), "-O1", "-shared", "-fPIC", f"-I{find_cuda_include()}",
                     str(SOURCE), "-o", str(path)], check=True, capture_output=True)
-    return FakeDriver(path)
+    _built.append(FakeDriver(path))
+    return _built[0]
 
 
 @contextmanager

@@ -1,0 +1,7 @@
+"""Finding what is wrong with a kernel: guard bands around buffers, repeated
+launches compared bit for bit, compute-sanitizer and Nsight Compute runs, and
+standalone reproducers.
+
+Nothing is imported here, so that the launch path can import one module of
+this package (guards) without pulling in the others.
+"""
