@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_run_fake import run_cli
 
-from cubinrun.cli import main
-from cubinrun.debug import sanitizer
+from cubinrun.debug import sanitizer, tools
 from cubinrun.debug.sanitizer import (ERROR_EXIT, find_sanitizer, group_findings, parse_text,
                                       parse_xml, sanitizer_command)
 from cubinrun.errors import CudaError
@@ -115,13 +115,13 @@ def test_a_missing_sanitizer_says_where_it_looked(monkeypatch, tmp_path):
     monkeypatch.delenv("CUDA_PATH", raising=False)
     monkeypatch.setenv("CUDA_HOME", str(tmp_path))
     monkeypatch.setattr(sanitizer, "_in_wheel", lambda name: None)
-    monkeypatch.setattr(sanitizer.Path, "is_file", lambda self: False)
+    monkeypatch.setattr(tools, "TOOLKIT_BIN", tmp_path / "no-toolkit")
     with pytest.raises(CudaError) as error:
         find_sanitizer()
     message = str(error.value)
     assert error.value.exit_code == 4
     assert message.startswith("compute-sanitizer not found: looked on PATH, $CUDA_HOME/bin, "
-                              "$CUDA_PATH/bin (unset), /usr/local/cuda/bin and the "
+                              f"$CUDA_PATH/bin (unset), {tmp_path / 'no-toolkit'} and the "
                               "nvidia-cuda-sanitizer-api wheel (not installed)")
 
 
@@ -162,13 +162,6 @@ def stand_in(tmp_path, monkeypatch, case, code, stdout="", stderr=""):
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{script.parent}{os.pathsep}{os.environ['PATH']}")
     return record
-
-
-def run_cli(capsys, *args):
-    with pytest.raises(SystemExit) as done:
-        main([*map(str, args)])
-    out, err = capsys.readouterr()
-    return done.value.code, out, err
 
 
 def test_sanitize_reports_findings_and_exits_1(tmp_path, monkeypatch, capsys):

@@ -13,7 +13,7 @@ import sys
 import click
 
 from ..errors import EXIT_USAGE, BuildError, CubinrunError
-from . import binaries, device, launch, source
+from . import binaries, device, launch, profile, source
 
 _debug = False
 
@@ -28,7 +28,7 @@ def cli(debug: bool) -> None:
 
 
 for _command in (launch.launch, source.gen, device.props, binaries.inspect,
-                 binaries.compile_command, binaries.init):
+                 binaries.compile_command, binaries.init, profile.profile):
     cli.add_command(_command)
 
 

@@ -9,7 +9,8 @@ MAX_ROWS = 20                   # groups of findings shown in the table
 
 
 def launch_sanitized(spec_path, overrides, device, as_json, tool) -> None:
-    from ..debug.sanitizer import cubinrun_command, find_sanitizer, run_sanitizer
+    from ..debug.sanitizer import find_sanitizer, run_sanitizer
+    from ..debug.tools import cubinrun_command
     from ..errors import EXIT_CHECK_FAILED, EXIT_CUDA
     from ..report import print_json
     from ..spec import load_spec, parse_overrides

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -252,27 +250,11 @@ def _xml_where(node) -> tuple[str | None, str | None, int | None]:
 
 def find_sanitizer() -> str:
     """The compute-sanitizer executable, or CudaError (exit 4) saying where it looked."""
-    looked = ["PATH"]
-    found = shutil.which(EXECUTABLE)
-    if found:
-        return found
-    for variable in ("CUDA_HOME", "CUDA_PATH"):
-        root = os.environ.get(variable)
-        looked.append(f"${variable}/bin" + ("" if root else " (unset)"))
-        if root and (candidate := Path(root, "bin", EXECUTABLE)).is_file():
-            return str(candidate)
-    default = Path("/usr/local/cuda/bin", EXECUTABLE)
-    looked.append(str(default.parent))
-    if default.is_file():
-        return str(default)
-    for wheel in WHEELS:
-        candidate = _in_wheel(wheel)
-        if candidate:
-            return candidate
-    looked.append(f"the {WHEELS[0]} wheel (not installed)")
-    places = ", ".join(looked[:-1]) + " and " + looked[-1]
-    raise CudaError(f"{EXECUTABLE} not found: looked on {places}; install the CUDA "
-                    f"toolkit or `pip install {WHEELS[0]}`", call=EXECUTABLE)
+    from .tools import find_tool
+    wheel = (f"the {WHEELS[0]} wheel (not installed)",
+             lambda: _in_wheel(WHEELS[0]) or _in_wheel(WHEELS[1]))
+    return find_tool(EXECUTABLE, more=[wheel],
+                     advice=f"install the CUDA toolkit or `pip install {WHEELS[0]}`")
 
 
 def _in_wheel(distribution: str) -> str | None:
@@ -298,17 +280,6 @@ def sanitizer_command(executable: str, tool: str, kernel: str | None, xml_path: 
     if kernel:
         command += ["--kernel-name", f"kns={kernel}"]
     return command + list(program)
-
-
-def cubinrun_command(spec_path: str, overrides: Iterable[str], device: int | None) -> list[str]:
-    """cubinrun itself, one untimed launch, no guards, the JSON report on stdout."""
-    command = [sys.executable, "-m", "cubinrun", "launch", str(spec_path), "--no-bench",
-               "--no-guard", "--json"]
-    for override in overrides:
-        command += ["--set", override]
-    if device is not None:
-        command += ["--device", str(device)]
-    return command
 
 
 @dataclass
