@@ -13,7 +13,7 @@ import sys
 import click
 
 from ..errors import EXIT_USAGE, BuildError, CubinrunError
-from . import binaries, device, launch, profile, source
+from . import binaries, device, launch, profile, repro, source
 
 _debug = False
 
@@ -28,7 +28,8 @@ def cli(debug: bool) -> None:
 
 
 for _command in (launch.launch, source.gen, device.props, binaries.inspect,
-                 binaries.compile_command, binaries.init, profile.profile):
+                 binaries.compile_command, binaries.init, profile.profile,
+                 repro.repro):
     cli.add_command(_command)
 
 
