@@ -16,9 +16,8 @@ from fakecuda import recorded_allocations, recorded_launches
 from test_launcher_fake_driver import bf16_bits, fp16_bits
 from test_run_fake import REPO, device, fake_libcuda, run_cli  # noqa: F401 (fixtures)
 
-from cubinrun.debug.repro import round_to_16_bits
+from cubinrun.debug.repro import load_kernel_for_repro, round_to_16_bits, write_repro
 from cubinrun.launcher.build import find_compiler
-from cubinrun.prepare import prepare
 from cubinrun.signature import leaf_size
 from cubinrun.spec import load_spec, parse_overrides
 
@@ -53,8 +52,7 @@ def test_16_bit_floats_round_as_the_launcher_does():
 
 def write(spec_path, folder, *overrides, arch=None):
     spec = load_spec(spec_path, parse_overrides(list(overrides)))
-    from cubinrun.debug.repro import write_repro
-    prepared = prepare(spec, arch=arch)
+    prepared = load_kernel_for_repro(spec, arch)
     write_repro(prepared, folder)
     return prepared
 

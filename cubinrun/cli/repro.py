@@ -20,9 +20,9 @@ def repro(spec_path, folder, overrides, arch):
     NVIDIA driver are all it needs)."""
     from pathlib import Path
 
-    from ..debug.repro import write_repro
+    from ..debug.repro import load_kernel_for_repro, write_repro
     from ..errors import SpecError
-    from ..prepare import needs_device_target, prepare
+    from ..prepare import needs_device_target
     from ..spec import load_spec, parse_overrides
     from ..text import human_bytes
     from .common import current_arch
@@ -30,7 +30,7 @@ def repro(spec_path, folder, overrides, arch):
         spec = load_spec(spec_path, parse_overrides(overrides))
         if needs_device_target(spec) and arch is None:
             arch = current_arch()
-        written = write_repro(prepare(spec, arch=arch), Path(folder))
+        written = write_repro(load_kernel_for_repro(spec, arch), Path(folder))
     except SpecError as error:
         raise error.located(file=spec_path) from None
     inputs = sum(1 for f in written.files if f.startswith("inputs/"))
