@@ -104,36 +104,21 @@ def scalar_bytes(leaf_type: str, value) -> bytes:
 
 # ---------------------------------------------------------------- the folder
 
-@dataclass(frozen=True)
-class Kernel:
-    """What a reproducer is made of: the plan and the binary (prepare.Prepared
-    without the launcher, which a reproducer does not need)."""
-    plan: object
-    binary: object
-
-    @property
-    def cubin(self) -> bytes:
-        return self.binary.cubin
-
-    @property
-    def kernel_name(self) -> str:
-        return self.binary.kernel.name
-
-
-def load_kernel_for_repro(spec, arch: str | None = None) -> Kernel:
-    """The binary read (or compiled for `arch`) and checked against the spec, as
-    prepare() does, but with no launcher built."""
+def load_kernel_for_repro(spec, arch: str | None = None):
+    """A prepare.Prepared without a launcher (a reproducer has its own): the
+    binary read (or compiled for `arch`) and checked against the spec."""
     from ..binary.load import load_binary
     from ..binary.validate import validate
     from ..plan import make_plan
     binary = load_binary(spec, arch)
     plan = make_plan(spec)
+    from ..prepare import Prepared
     validate(plan, binary.info, binary.kernel, None, "this device")
-    return Kernel(plan, binary)
+    return Prepared(plan, binary, launcher=None)
 
 
 def write_repro(prepared, folder: Path, host_arrays: list[np.ndarray] | None = None) -> Written:
-    """Write the reproducer of `prepared` (a Kernel, or a prepare.Prepared) into `folder`."""
+    """Write the reproducer of `prepared` (prepare.Prepared; no launcher needed)."""
     from ..buffers import make_host_arrays
     plan = prepared.plan
     spec = plan.spec
