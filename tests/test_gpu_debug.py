@@ -99,7 +99,7 @@ def test_good_samples_are_clean_under_memcheck(config):
 
 @pytest.mark.parametrize("tool", ["racecheck", "initcheck", "synccheck"])
 @pytest.mark.parametrize("config", ["vector_add.yaml", "scalars.yaml", "cluster_launch.yaml",
-                                    "smem_big.yaml", "triton_tma_copy.yaml"])
+                                    "triton_tma_copy.yaml"])
 def test_good_samples_are_clean_under_the_other_tools(tool, config):
     needs("compute-sanitizer")
     report = json_of(cubinrun("launch", CONFIGS / config, "--sanitize", tool, "--json"), 0)
