@@ -44,10 +44,11 @@ class DeviceMemory:
     def add_buffer(self, spec: BufferArg, host: np.ndarray) -> DeviceBuffer:
         if self.guard:
             from .debug.guards import guarded_alloc
-            pointer, guard = guarded_alloc(self._alloc, spec.name, spec.nbytes, spec.dtype.size)
+            pointer, guard = guarded_alloc(self._alloc, spec.name, spec.nbytes, spec.dtype.size,
+                                           spec.offset_bytes)
             self.guards.append(guard)
         else:
-            pointer = self._alloc(spec.nbytes)
+            pointer = self._alloc(spec.nbytes + spec.offset_bytes) + spec.offset_bytes
         driver.copy_to_device(pointer, host)
         buffer = DeviceBuffer(spec, host, pointer)
         self.buffers[spec.name] = buffer

@@ -10,6 +10,7 @@ EXIT_CHECK_FAILED = 1
 EXIT_USAGE = 2
 EXIT_BUILD = 3
 EXIT_CUDA = 4
+EXIT_REGRESSION = 5         # a baseline comparison found a run SLOWER
 
 
 class CubinrunError(Exception):

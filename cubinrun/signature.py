@@ -135,9 +135,12 @@ def parse_type(value, field: str) -> ParamType:
             raise SpecError(f"tensordesc needs 1 to 5 positive block dims: {text!r}",
                             field=field)
         return TensorDescType(dtype, block)
+    from .aggregates import parse_aggregate     # here: it builds on this module
+    if (aggregate := parse_aggregate(text, field)) is not None:
+        return aggregate
     raise SpecError(f"unknown type {value!r}; expected one of {', '.join(SCALAR_TYPES)}, "
-                    "*T, *kT, constexpr, nvTmaDesc, tensordesc<T[dims]> or a list",
-                    field=field)
+                    "*T, *kT, constexpr, nvTmaDesc, tensordesc<T[dims]>, struct[T, ...], "
+                    "T[n], TxN or a list", field=field)
 
 
 def _split_top_level(text: str) -> list[str]:
@@ -156,11 +159,13 @@ def _split_top_level(text: str) -> list[str]:
 
 
 def parse_compact(text: str, field: str = "signature", as_tuple: bool = False):
-    """The compact form `"*fp32,*fp32,i32"`; `(a,b)` is a tuple.
+    """The compact form `"*fp32,*fp32,i32"`; `(a,b)` is a tuple; `""` is no parameters.
 
     Returns a Signature with names arg0, arg1, ... (or a TupleType for the
     inside of parentheses).
     """
+    if not text.strip() and not as_tuple:
+        return Signature(())                    # `--signature ""`: no parameters
     parts = _split_top_level(text)
     if any(not p for p in parts):
         raise SpecError(f"empty type in {text!r}", field=field)
@@ -171,9 +176,10 @@ def parse_compact(text: str, field: str = "signature", as_tuple: bool = False):
 
 
 def parse_signature(mapping, field: str = "signature") -> Signature:
-    """A spec's `signature:` mapping, in order."""
-    if not isinstance(mapping, dict) or not mapping:
-        raise SpecError("must be a mapping of parameter name to type", field=field)
+    """A spec's `signature:` mapping, in order; `{}` is a kernel with no parameters."""
+    if not isinstance(mapping, dict):
+        raise SpecError("must be a mapping of parameter name to type ({} for a kernel "
+                        "with no parameters)", field=field)
     params = []
     for name, value in mapping.items():
         if not isinstance(name, str) or not name.isidentifier():
@@ -192,8 +198,8 @@ class Leaf:
     `type` is a scalar name, `*T` / `*kT`, or `nvTmaDesc`. `path` names it for
     people (`t[1]`, `desc.shape[0]`); `role` says where its value comes from:
     `value` (the argument itself), or for a tensor descriptor `desc.tma`,
-    `desc.base`, `desc.shape`, `desc.strides`, `desc.padding`, followed by
-    `desc.shape2` / `desc.strides2` for the trailing copies.
+    `desc.base`, `desc.shape`, `desc.strides`, `desc.padding`, `desc.tf32`,
+    followed by `desc.shape2` / `desc.strides2` for the trailing copies.
     """
     path: str
     type: str
@@ -202,7 +208,7 @@ class Leaf:
 
 
 def tensordesc_leaves(path: str, desc: TensorDescType, has_meta: bool,
-                      padding_flag: bool = True) -> list[Leaf]:
+                      flags: int = 1) -> list[Leaf]:
     n = desc.ndim
     if has_meta:
         head = [Leaf(f"{path}.tma", "nvTmaDesc", "desc.tma")]
@@ -210,20 +216,25 @@ def tensordesc_leaves(path: str, desc: TensorDescType, has_meta: bool,
         head = [Leaf(f"{path}.base", f"*{desc.dtype.name}", "desc.base")]
         head += [Leaf(f"{path}.shape[{i}]", "i64", "desc.shape", i) for i in range(n)]
         head += [Leaf(f"{path}.strides[{i}]", "i64", "desc.strides", i) for i in range(n)]
-        if padding_flag:                       # Triton 3.5+; 3.4 kernels take none
-            head += [Leaf(f"{path}.padding_nan", "i1", "desc.padding")]
+        # i1 flags: Triton 3.4 passes none, 3.5+ `padding == "nan"`, 3.7+ also
+        # `round_f32_to_tf32` (cubinrun's descriptors never round: 0)
+        head += [Leaf(f"{path}.{name}", "i1", role)
+                 for name, role in DESC_FLAGS[:flags]]
     tail = [Leaf(f"{path}.shape[{i}]", "i32", "desc.shape2", i) for i in range(n)]
     tail += [Leaf(f"{path}.strides[{i}]", "i64", "desc.strides2", i) for i in range(n)]
     return head + tail
 
 
+DESC_FLAGS = (("padding_nan", "desc.padding"), ("round_f32_to_tf32", "desc.tf32"))
+
+
 def expand(signature: Signature, tensordesc_meta: Sequence | None = None,
-           padding_flag: bool = True) -> list[Leaf]:
+           flags: int = 1) -> list[Leaf]:
     """The flat parameter list (without the trailing scratch pointers).
 
     `tensordesc_meta` is Triton's list, one entry per tensor descriptor in
     order; an entry that is None (or no list at all) means the kernel takes
-    the decomposed form, which has a padding flag from Triton 3.5 on.
+    the decomposed form, which ends with `flags` i1 flags (see tensordesc_leaves).
     """
     descs = sum(1 for _ in _walk_descs(ty for _, ty in signature.params))
     if tensordesc_meta and len(tensordesc_meta) != descs:
@@ -239,7 +250,7 @@ def expand(signature: Signature, tensordesc_meta: Sequence | None = None,
             for i, item in enumerate(ty.items):
                 visit(f"{path}[{i}]", item)
         elif isinstance(ty, TensorDescType):
-            out.extend(tensordesc_leaves(path, ty, next(meta) is not None, padding_flag))
+            out.extend(tensordesc_leaves(path, ty, next(meta) is not None, flags))
         else:
             out.append(Leaf(path, str(ty)))
 
@@ -262,4 +273,7 @@ def leaf_size(leaf_type: str) -> int:
         return 8
     if leaf_type == "nvTmaDesc":
         return 128
-    return SCALAR_TYPES[leaf_type].size
+    if leaf_type in SCALAR_TYPES:
+        return SCALAR_TYPES[leaf_type].size
+    from .aggregates import aggregate_of, size_align
+    return size_align(aggregate_of(leaf_type))[0]

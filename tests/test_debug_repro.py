@@ -16,10 +16,12 @@ from fakecuda import recorded_allocations, recorded_launches
 from test_launcher_fake_driver import bf16_bits, fp16_bits
 from test_run_fake import REPO, device, fake_libcuda, run_cli  # noqa: F401 (fixtures)
 
-from cubinrun.debug.repro import load_kernel_for_repro, round_to_16_bits, write_repro
+from cubinrun.debug.repro import load_kernel_for_repro, write_repro
 from cubinrun.launcher.build import find_compiler
+from cubinrun.packing import round_to_16_bits
 from cubinrun.signature import leaf_size
 from cubinrun.spec import load_spec, parse_overrides
+from cubinrun.spec.device_values import for_arch
 
 CONFIGS = REPO / "configs"
 # every good sample but source: kernels (those need --arch, tested once below)
@@ -37,7 +39,7 @@ def interesting_doubles():
     return values
 
 
-def test_16_bit_floats_round_as_the_launcher_does():
+def test_16_bit_floats_in_the_reproducer_round_as_the_launcher_does():
     for d in interesting_doubles():
         bf16 = bf16_bits(d)
         if bf16 >= 0:
@@ -46,12 +48,13 @@ def test_16_bit_floats_round_as_the_launcher_does():
             assert round_to_16_bits(d, 10, 15) == fp16_bits(d), d
     assert round_to_16_bits(float("nan"), 10, 15) == 0x7E00
     assert round_to_16_bits(-float("nan"), 7, 127) == 0xFFC0
-    with pytest.raises(ValueError):
+    with pytest.raises(OverflowError):
         round_to_16_bits(65520.0, 10, 15)
 
 
 def write(spec_path, folder, *overrides, arch=None):
-    spec = load_spec(spec_path, parse_overrides(list(overrides)))
+    # device values (sm_count...) as an H200's, for the specs that name them
+    spec = load_spec(spec_path, parse_overrides(list(overrides)), device=for_arch("sm_90"))
     prepared = load_kernel_for_repro(spec, arch)
     write_repro(prepared, folder)
     return prepared
@@ -107,31 +110,70 @@ def test_a_source_kernel_s_reproducer_carries_the_compiled_cubin(tmp_path):
     ("cluster_dims.yaml", []),
     ("scratch.yaml", []),               # Triton-style trailing scratch pointers
     ("smem_big.yaml", []),
+    ("structs.yaml", ["N=4096"]),      # structs by value, holding two buffers' addresses
+    ("empty0.yaml", []),                # no parameters at all
 ])
 def test_the_reproducer_passes_the_same_bytes_as_cubinrun(config, overrides, device,
                                                           fake_libcuda, tmp_path, capsys):
-    prepared = write(CONFIGS / config, tmp_path, *overrides)
+    same_bytes(CONFIGS / config, overrides, device, fake_libcuda, tmp_path, capsys)
+
+
+def test_a_buffer_offset_is_kept_in_the_reproducer(device, fake_libcuda, tmp_path, capsys):
+    spec = tmp_path / "offset.yaml"
+    spec.write_text((CONFIGS / "vector_add.yaml").read_text()
+                    .replace("../kernels", str(REPO / "kernels"))
+                    .replace("x: {shape: [N], init: random}",
+                             "x: {shape: [N], init: random, offset: 4}"))
+    x = same_bytes(spec, ["N=1024"], device, fake_libcuda, tmp_path / "repro", capsys)[0]
+    assert x[1] == 16                   # 4 fp32 past its allocation's start, in both
+
+
+def same_bytes(spec_path, overrides, device, fake_libcuda, folder, capsys):
+    """Launch with cubinrun and with the reproducer against the fake; their first
+    launches must match (pointers as allocation and offset). Returns the repro's
+    parameters as compared."""
+    prepared = write(spec_path, folder, *overrides)
     sizes = param_sizes(prepared)
     fake_libcuda.set_param_sizes(sizes)
     ours = []
     alloc = device.cuMemAlloc
     device.cuMemAlloc = lambda n: ours.append((alloc(n), n)) or ours[-1][0]
-    run_cli(capsys, "launch", "--json", CONFIGS / config, "--no-bench", "--no-guard",
+    run_cli(capsys, "launch", "--json", spec_path, "--no-bench", "--no-guard",
             *[a for o in overrides for a in ("--set", o)])
     [mine] = fake_libcuda.launches()[:1]
 
-    build(tmp_path)
-    done = run_repro(tmp_path, fake_libcuda.path, sizes)
+    build(folder)
+    done = run_repro(folder, fake_libcuda.path, sizes)
     assert done.returncode in (0, 1), done.stderr       # no kernel runs: a check may fail
-    theirs = recorded_launches(tmp_path / "launches.bin", sizes)
+    theirs = recorded_launches(folder / "launches.bin", sizes)
     assert len(theirs) == 3                              # checked, then REPRO_REPEATS
     repro = theirs[0]
-    allocations = recorded_allocations(tmp_path / "allocations.txt")
+    allocations = recorded_allocations(folder / "allocations.txt")
     assert (repro.grid, repro.block, repro.shared) == (mine.grid, mine.block, mine.shared)
     assert repro.attrs == mine.attrs
-    assert [in_allocations(p, allocations) for p in repro.params] == \
-        [in_allocations(p, ours) for p in mine.params]
     assert len(repro.params) == len(sizes)
+    compared = comparable(prepared, repro.params, allocations)
+    assert compared == comparable(prepared, mine.params, ours)
+    return compared
+
+
+def comparable(prepared, params: list[bytes], allocations):
+    """Parameters with every device address as (allocation, offset), also those
+    inside a struct passed by value."""
+    slots = prepared.plan.slots
+    out = []
+    for k, value in enumerate(params):
+        if k < len(slots) and slots[k].kind == "struct":
+            data, pointers = bytearray(value), []
+            for m in slots[k].members:
+                if m.kind == "buffer":
+                    pointers.append(in_allocations(bytes(data[m.offset:m.offset + 8]),
+                                                   allocations))
+                    data[m.offset:m.offset + 8] = bytes(8)
+            out.append((bytes(data), pointers))
+        else:
+            out.append(in_allocations(value, allocations))
+    return out
 
 
 @pytest.fixture

@@ -50,6 +50,14 @@ def test_without_guards_the_same_write_goes_unseen():
     assert "guards" not in report
 
 
+def test_guard_bands_in_worker_processes_of_a_multi_run_launch():
+    document = json_of(cubinrun("launch", "--json", "--no-bench", BUGS / "oob_write.yaml",
+                                CONFIGS / "vector_add.yaml"), 1)
+    bad, good = document["results"]
+    assert bad["exit_code"] == 1 and bad["guards"]["violations"][0]["buffer"] == "out"
+    assert good["exit_code"] == 0 and good["guards"]["passed"] is True
+
+
 # ---------------------------------------------------------------- --repeat
 
 @pytest.mark.parametrize("config, buffer", [("racy_histogram.yaml", "bins"),
@@ -89,6 +97,17 @@ def test_each_bad_kernel_is_caught_by_its_tool(tool, config, kind, source):
     assert text.returncode == 1 and f"{tool}: FAIL" in text.stdout and kind in text.stdout
 
 
+def test_sanitize_runs_each_spec_of_a_multi_run_launch_in_turn():
+    needs("compute-sanitizer")
+    # --sanitize before the specs: the first is a spec, not a tool
+    document = json_of(cubinrun("launch", "--json", "--sanitize", BUGS / "oob_read.yaml",
+                                CONFIGS / "vector_add.yaml", "--set", "N=4096"), 1)
+    bad, good = document["results"]
+    assert bad["sanitizer"]["tool"] == "memcheck" and bad["sanitizer"]["passed"] is False
+    assert bad["exit_code"] == 1 and bad["status"] == "check failed"
+    assert good["sanitizer"]["passed"] is True and good["exit_code"] == 0
+
+
 @pytest.mark.parametrize("config", GOOD)
 def test_good_samples_are_clean_under_memcheck(config):
     needs("compute-sanitizer")
@@ -124,7 +143,8 @@ def test_profile_one_launch_of_the_vector_add(tmp_path):
 # ---------------------------------------------------------------- reproducers
 
 @pytest.mark.parametrize("config", ["vector_add.yaml", "scalars.yaml", "cluster_launch.yaml",
-                                    "cluster_dims.yaml", "triton_tma_copy.yaml"])
+                                    "cluster_dims.yaml", "triton_tma_copy.yaml", "structs.yaml",
+                                    "triton_softmax.yaml"])
 def test_the_reproducer_passes(config, tmp_path):
     folder = tmp_path / "repro"
     proc = cubinrun("repro", CONFIGS / config, "-o", folder)

@@ -5,16 +5,13 @@ No kernel runs, so an output keeps its input: checks that expect that pass,
 others fail with exit code 1, and everything around the GPU is exercised."""
 from __future__ import annotations
 
-import ctypes
-import itertools
 import json
 import time
 from pathlib import Path
-from typing import Callable
-
 import numpy as np
 import pytest
 from fakecuda import fake_driver_env
+from fakecuda.device import FakeDevice
 
 from cubinrun import driver
 from cubinrun.cli import main
@@ -23,79 +20,6 @@ from cubinrun.errors import CudaError
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
 SUCCESS = 0
-
-
-class FakeDevice:
-    """Answers cuda.bindings driver calls by name, like an H200 would.
-
-    Its clock: an event pair reads EVENT_OFFSET_US plus KERNEL_US for every
-    launch the fake libcuda took between the two records, like a real pair
-    around back-to-back launches (bench/event_offset.py)."""
-
-    ATTRIBUTES = {"COMPUTE_CAPABILITY_MAJOR": 9, "COMPUTE_CAPABILITY_MINOR": 0,
-                  "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 232448, "MULTIPROCESSOR_COUNT": 132,
-                  "L2_CACHE_SIZE": 1 << 20, "CLOCK_RATE": 1980000,
-                  "MEMORY_CLOCK_RATE": 3201000, "GLOBAL_MEMORY_BUS_WIDTH": 6144}
-
-    EVENT_OFFSET_US = 2.0
-    KERNEL_US = 3.0
-
-    def __init__(self, launches: Callable[[], int]):
-        self.launches = launches            # how many launches the fake libcuda took
-        self.recorded: dict[int, int] = {}
-        self.memory: dict[int, ctypes.Array] = {}
-        self.calls: list[str] = []
-        self.events = itertools.count(1)
-        self.function_attributes: dict[str, int] = {}
-
-    def __call__(self, name: str, *args, context: str = ""):
-        self.calls.append(name)
-        return getattr(self, name)(*args)
-
-    def cuInit(self, flags): return None
-    def cuDeviceGetCount(self): return 1
-    def cuDeviceGet(self, ordinal): return ordinal
-    def cuDeviceGetName(self, length, handle): return b"Fake H200\0\0"
-    def cuDevicePrimaryCtxRetain(self, handle): return 1
-    def cuCtxSetCurrent(self, context): return None
-
-    def cuDeviceGetAttribute(self, attribute, handle):
-        return self.ATTRIBUTES.get(attribute.name.removeprefix("CU_DEVICE_ATTRIBUTE_"), 1)
-
-    def cuModuleLoadData(self, image): return 7
-    def cuModuleGetFunction(self, module, name): return 0xF00D
-
-    def cuFuncGetAttribute(self, attribute, function):
-        key = attribute.name.removeprefix("CU_FUNC_ATTRIBUTE_")
-        return {"MAX_THREADS_PER_BLOCK": 1024, "NUM_REGS": 24}.get(key, 0)
-
-    def cuFuncSetAttribute(self, function, attribute, value):
-        self.function_attributes[attribute.name.removeprefix("CU_FUNC_ATTRIBUTE_")] = value
-
-    def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, function, threads, shared):
-        return 2
-
-    def cuMemAlloc(self, nbytes):
-        buffer = (ctypes.c_char * (nbytes + 256))()
-        address = -(-ctypes.addressof(buffer) // 256) * 256     # cuMemAlloc's alignment
-        self.memory[address] = buffer
-        return address
-
-    def cuMemFree(self, pointer): del self.memory[pointer]
-    def cuMemcpyHtoD(self, dst, src, n): ctypes.memmove(dst, src, n)
-    def cuMemcpyDtoH(self, dst, src, n): ctypes.memmove(dst, src, n)
-    def cuMemsetD8Async(self, dst, byte, n, stream): ctypes.memset(dst, byte, n)
-    def cuStreamCreate(self, flags): return 0x5
-    def cuStreamSynchronize(self, stream): return None
-    def cuCtxSynchronize(self): return None
-    def cuEventCreate(self, flags): return next(self.events)
-    def cuEventRecord(self, event, stream): self.recorded[event] = self.launches()
-
-    def cuEventElapsedTime(self, start, end):
-        launches = self.recorded[end] - self.recorded[start]
-        return (self.EVENT_OFFSET_US + launches * self.KERNEL_US) / 1000.0
-
-    def cuEventDestroy(self, event): return None
 
 
 VECTOR_ADD_PARAMS = [8, 8, 8, 4]         # the fake records this many bytes per parameter
@@ -283,3 +207,12 @@ def test_without_a_driver_launch_and_props_end_with_exit_4(capsys, monkeypatch):
         code, out, err = run_cli(capsys, *args)
         assert code == 4 and out == ""
         assert err.count("\n") == 1 and err.startswith("error: no NVIDIA driver found")
+
+
+def test_a_launch_takes_device_values_from_its_device(device, fake_libcuda, capsys, tmp_path):
+    text = (CONFIGS / "vector_add.yaml").read_text().replace("../kernels/", f"{REPO}/kernels/")
+    spec = tmp_path / "persistent.yaml"
+    spec.write_text(text.replace("grid: [cdiv(N, BLOCK)]", "grid: [min(sm_count, cdiv(N, BLOCK))]"))
+    code, out, err = run_cli(capsys, "launch", "--json", spec, "--no-bench")
+    assert json.loads(out)["grid"] == [132, 1, 1]           # the fake device's 132 SMs
+    assert fake_libcuda.launches()[0].grid == (132, 1, 1)

@@ -49,9 +49,10 @@ def _read(path: Path, field: str) -> bytes:
 
 def _compile(spec: Spec, arch: str | None, field: str) -> tuple[bytes, str]:
     from . import nvrtc
+    arch = arch or spec.kernel.arch
     if arch is None:
-        raise SpecError("compiling needs a target: run on a GPU or pass --arch (e.g. sm_90)",
-                        field=field)
+        raise SpecError("compiling needs a target: run on a GPU, pass --arch or set "
+                        "kernel.arch in the spec (e.g. sm_90)", field=field)
     path = spec.kernel.path
     if spec.kernel.kind == "ptx":
         cached = nvrtc.cached_compile_ptx(path.read_bytes(), arch=arch, name=path.name)

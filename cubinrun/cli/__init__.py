@@ -13,7 +13,7 @@ import sys
 import click
 
 from ..errors import EXIT_USAGE, BuildError, CubinrunError
-from . import binaries, device, launch, profile, repro, source
+from . import binaries, device, launch, profile, repro, results, source
 
 _debug = False
 
@@ -27,8 +27,8 @@ def cli(debug: bool) -> None:
     _debug = debug
 
 
-for _command in (launch.launch, source.gen, device.props, binaries.inspect,
-                 binaries.compile_command, binaries.init, profile.profile,
+for _command in (launch.launch, results.compare, results.plot, source.gen, device.props,
+                 binaries.inspect, binaries.compile_command, binaries.init, profile.profile,
                  repro.repro):
     cli.add_command(_command)
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .common import console, current_arch, existing, json_option
+from .common import console, current_arch, existing, force_option, json_option, write_output
 
 
 @click.command()
@@ -67,19 +67,20 @@ def compile_command(source, arch, output, defines, include_dirs, options, name_e
 @click.argument("path", metavar="FILE.cubin", type=click.Path(dir_okay=False))
 @click.option("--kernel", "kernel_name", metavar="NAME", help="Which kernel (default: the only one).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the spec to a file.")
-def init(path, kernel_name, output):
-    """Write a starter spec from what a cubin says (types need a human: see the TODOs)."""
+@force_option
+def init(path, kernel_name, output, force):
+    """Write a starter spec from what a cubin says (types are guesses: see the comments)."""
     from pathlib import Path
 
     from ..binary.cubin import load_cubin
-    from ..starter import starter_spec
+    from ..starter import pick_kernel, starter_spec
     cubin = existing(path)
     info = load_cubin(cubin)
     target = Path(output) if output else None
-    text = starter_spec(info, info.kernel(kernel_name), cubin,
+    text = starter_spec(info, pick_kernel(info, kernel_name), cubin,
                         target.parent if target else Path.cwd())
     if target:
-        target.write_text(text)
+        write_output(output, text, force)
         sys.stderr.write(f"wrote {target}\n")
     else:
         sys.stdout.write(text)

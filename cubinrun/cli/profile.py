@@ -30,9 +30,9 @@ def profile(spec_path, ncu_args, overrides, device, as_json, keep, l2):
     from ..debug.tools import cubinrun_command
     from ..errors import SpecError
     from ..report import print_json
-    from ..spec import load_spec, parse_overrides
+    from .common import one_run
     try:
-        spec = load_spec(spec_path, parse_overrides(overrides))
+        spec, overrides = one_run(spec_path, overrides, device)
         kernel = spec.kernel.name or _kernel_name(spec)
     except SpecError as error:
         raise error.located(file=spec_path) from None

@@ -23,11 +23,10 @@ def repro(spec_path, folder, overrides, arch):
     from ..debug.repro import load_kernel_for_repro, write_repro
     from ..errors import SpecError
     from ..prepare import needs_device_target
-    from ..spec import load_spec, parse_overrides
     from ..text import human_bytes
-    from .common import current_arch
+    from .common import current_arch, one_run
     try:
-        spec = load_spec(spec_path, parse_overrides(overrides))
+        spec, _ = one_run(spec_path, overrides, None)
         if needs_device_target(spec) and arch is None:
             arch = current_arch()
         written = write_repro(load_kernel_for_repro(spec, arch), Path(folder))

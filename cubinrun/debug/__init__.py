@@ -5,3 +5,6 @@ standalone reproducers.
 Nothing is imported here, so that the launch path can import one module of
 this package (guards) without pulling in the others.
 """
+
+# compute-sanitizer's tools, as `launch --sanitize [TOOL]` names them
+SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")

@@ -72,11 +72,12 @@ class GuardViolation:
 
 
 def guarded_alloc(alloc: Callable[[int], int], name: str, nbytes: int,
-                  itemsize: int) -> tuple[int, Guard]:
+                  itemsize: int, offset: int = 0) -> tuple[int, Guard]:
     """Allocate `nbytes` with a band on each side through `alloc`; fill the bands.
-    Returns the buffer's address and its Guard."""
-    base = alloc(nbytes + 2 * GUARD_BYTES)
-    guard = Guard(name, base + GUARD_BYTES, nbytes, itemsize)
+    `offset` (a spec's `offset:`) moves the buffer and its bands that many bytes
+    past the alignment. Returns the buffer's address and its Guard."""
+    base = alloc(offset + nbytes + 2 * GUARD_BYTES)
+    guard = Guard(name, base + offset + GUARD_BYTES, nbytes, itemsize)
     pattern = _pattern_array()
     driver.copy_to_device(guard.before, pattern)
     driver.copy_to_device(guard.after, pattern)

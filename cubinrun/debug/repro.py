@@ -5,10 +5,12 @@ every checked output's expected values (`expected/`), one C file that uses
 only the driver API, and `run.sh`, which builds it with `cc` and runs it.
 
 The C passes the kernel exactly the parameter bytes cubinrun's launcher
-passes: scalars are packed here as the launcher converts them (fp16 and bf16
-rounded to nearest even from the double's own bits, as in launcher/
-template.c; booleans in one byte) and written into the C as bytes; pointers
-are the program's own allocations, in the same places; a CUtensorMap is
+passes: scalars and structs passed by value are packed here as the launcher
+gets them (packing.py: fp16 and bf16 rounded to nearest even from the
+double, booleans in one byte) and written into the C as bytes; pointers are
+the program's own allocations, in the same places (a buffer's `offset:`
+past its allocation's start included), patched into structs that hold
+them; a CUtensorMap is
 encoded by the program with cuTensorMapEncodeTiled from the same arguments
 cubinrun uses (tma.tiled_args). Function and launch attributes follow
 kernel.py and the launcher's Config: the shared-memory opt-in above 48 KiB,
@@ -21,7 +23,6 @@ from __future__ import annotations
 
 import math
 import re
-import struct
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -29,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ..hostdata import to_float64
+from ..packing import pack_struct, scalar_bytes
 from ..signature import leaf_size
 
 _TEMPLATE = Path(__file__).with_name("repro_template.c")
@@ -57,64 +59,13 @@ class Written:
     checks: list[str]
 
 
-# ---------------------------------------------------------------- parameter bytes
-
-def round_to_16_bits(d: float, frac_bits: int, bias: int) -> int:
-    """The launcher's round_to_16_bits (template.c), on the double's own bits:
-    fp16 is (10, 15), bf16 (7, 127). ValueError when a finite d overflows."""
-    bits = struct.unpack("<Q", struct.pack("<d", d))[0]
-    sign = (bits >> 48) & 0x8000
-    exponent_field = (bits >> 52) & 0x7FF
-    fraction = bits & ((1 << 52) - 1)
-    inf = ((1 << (15 - frac_bits)) - 1) << frac_bits
-    if exponent_field == 0x7FF:
-        return sign | inf | ((1 << (frac_bits - 1)) if fraction else 0)
-    if exponent_field == 0:
-        return sign
-    e = exponent_field - 1023
-    m = fraction | (1 << 52)
-    scale = max(e, 1 - bias)
-    shift = 52 - frac_bits + scale - e
-    units = 0
-    if shift <= 53:
-        rest, half = m & ((1 << shift) - 1), 1 << (shift - 1)
-        units = m >> shift
-        if rest > half or (rest == half and units & 1):
-            units += 1
-    magnitude = ((scale + bias - 1) << frac_bits) + units
-    if magnitude >= inf:
-        raise ValueError(f"{d!r} rounds to infinity")
-    return sign | magnitude
-
-
-def scalar_bytes(leaf_type: str, value) -> bytes:
-    """A scalar parameter's bytes as the launcher stores them."""
-    if leaf_type in _INT_FORMATS:
-        return struct.pack("<" + _INT_FORMATS[leaf_type], int(value))
-    if leaf_type == "fp16":
-        return struct.pack("<H", round_to_16_bits(float(value), 10, 15))
-    if leaf_type == "bf16":
-        return struct.pack("<H", round_to_16_bits(float(value), 7, 127))
-    if leaf_type == "fp32":
-        return struct.pack("<f", float(value))
-    if leaf_type == "fp64":
-        return struct.pack("<d", float(value))
-    raise ValueError(f"no scalar packing for {leaf_type}")
-
-
 # ---------------------------------------------------------------- the folder
 
 def load_kernel_for_repro(spec, arch: str | None = None):
     """A prepare.Prepared without a launcher (a reproducer has its own): the
     binary read (or compiled for `arch`) and checked against the spec."""
-    from ..binary.load import load_binary
-    from ..binary.validate import validate
-    from ..plan import make_plan
-    binary = load_binary(spec, arch)
-    plan = make_plan(spec)
-    from ..prepare import Prepared
-    validate(plan, binary.info, binary.kernel, None, "this device")
-    return Prepared(plan, binary, launcher=None)
+    from ..prepare import prepare
+    return prepare(spec, arch=arch, build_launcher=False)
 
 
 def write_repro(prepared, folder: Path, host_arrays: list[np.ndarray] | None = None) -> Written:
@@ -137,7 +88,9 @@ def write_repro(prepared, folder: Path, host_arrays: list[np.ndarray] | None = N
         (folder / path).write_bytes(np.ascontiguousarray(array).tobytes())
         files.append(path)
         input_bytes += array.nbytes
-        buffer_rows.append(f"    {{{_c_string(name)}, {_c_string(path)}, {array.nbytes}u}},")
+        offset = spec.buffers[name].offset_bytes
+        buffer_rows.append(f"    {{{_c_string(name)}, {_c_string(path)}, {array.nbytes}u, "
+                           f"{offset}u}},")
 
     check_rows, tables = [], {}
     inputs = dict(zip(names, host_arrays))
@@ -198,7 +151,7 @@ def _source(prepared, buffer_rows: list[str], check_rows: list[str], tables: dic
         parts.append(f"static const double TABLE_{name}[256] = {{\n    "
                      + ", ".join(_c_double(v) for v in values) + "};")
     parts.append("static const Buffer BUFFERS[NUM_BUFFERS + 1] = {\n"
-                 + "\n".join(buffer_rows) + "\n    {NULL, NULL, 0}};")
+                 + "\n".join(buffer_rows) + "\n    {NULL, NULL, 0, 0}};")
     parts.append("static const Check CHECKS[NUM_CHECKS + 1] = {\n" + "\n".join(check_rows)
                  + "\n    {NULL, 0, 0, 0, NULL, 0, 0, 0, 0.0, 0.0, 0, NULL}};")
     title = (f"{prepared.kernel_name} from {spec.kernel.path.name}: grid {gx} x {gy} x {gz}, "
@@ -228,6 +181,15 @@ def _params(plan, names: list[str]) -> str:
             assert len(data) == leaf_size(leaf.type)
             lines.append(f"  static _Alignas(8) unsigned char p{k}[{len(data)}] = "
                          f"{{{', '.join(f'0x{b:02x}' for b in data)}}}; {note}")
+            pointers.append(f"p{k}")
+        elif slot.kind == "struct":
+            from ..aggregates import aggregate_of, size_align
+            size, align = size_align(aggregate_of(leaf.type))
+            data = pack_struct(size, slot.members, lambda name: 0)     # pointers patched below
+            lines.append(f"  static _Alignas({align}) unsigned char p{k}[{size}] = "
+                         f"{{{', '.join(f'0x{b:02x}' for b in data)}}}; {note}")
+            lines += [f"  memcpy(p{k} + {m.offset}, &dev[{names.index(m.value)}], 8); "
+                      f"/* {m.path} */" for m in slot.members if m.kind == "buffer"]
             pointers.append(f"p{k}")
         elif slot.kind == "tma":
             buffer = spec.buffers[slot.desc.buffer]

@@ -24,7 +24,6 @@ from typing import Iterable
 
 from ..errors import CudaError
 
-TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 ERROR_EXIT = 99             # --error-exitcode: the tool found something
 PADDING = 256
 PRINT_LIMIT = 1000          # findings the tool records in full; the summary counts them all
@@ -298,6 +297,13 @@ class SanitizerRun:
     @property
     def passed(self) -> bool:
         return not self.findings and self.errors == 0 and self.exit_code != ERROR_EXIT
+
+    @property
+    def tool_error(self) -> str | None:
+        """The tool's own last error line (e.g. it could not start the program)."""
+        lines = [line.removeprefix(_PREFIX).strip() for line in self.log.splitlines()
+                 if line.startswith(_PREFIX) and "Error" in line]
+        return lines[-1] if lines else None
 
     @property
     def program_error(self) -> str | None:

@@ -7,20 +7,21 @@ at a buffer (another pointer argument's, or one of their own given inline).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import signature as sig
 from ..dtypes import ELEMENT_TYPES
 from ..errors import SpecError
 from ..yamlload import LocatedDict
 from .model import (Arg, BufferArg, BufferRef, ConstArg, DescArg, Init,
-                    ScalarArg, TupleArg)
+                    ScalarArg, StructArg, TupleArg)
 from .scalars import check_scalar_value
 
 if TYPE_CHECKING:
     from .loader import _SpecBuilder
 
 SWIZZLE_BYTES = (0, 32, 64, 128)
+_NOT_AGGREGATES = (sig.PointerType, sig.ConstexprType, sig.TmaDescType, sig.TensorDescType)
 
 
 class ArgsBuilder:
@@ -32,8 +33,11 @@ class ArgsBuilder:
 
     def build(self) -> tuple[list[Arg], dict[str, BufferArg]]:
         b, t = self.b, self.b.tree
-        node = b.mapping(t.get("args", LocatedDict()), "args", t, "args",
-                         allowed=self.signature.names())
+        allowed = self.signature.names()
+        if b.triton is not None and "signature" not in t:       # the entry's own parameters
+            from .triton_args import folded_args
+            allowed = allowed + folded_args(b, self.signature, t.get("args"))
+        node = b.mapping(t.get("args", LocatedDict()), "args", t, "args", allowed=allowed)
         args = []
         for name, ty in self.signature.params:
             if isinstance(ty, sig.ScalarType):
@@ -55,6 +59,8 @@ class ArgsBuilder:
             constants = b.tree.get("constants", {})
             return ConstArg(name, value if value is not None else constants.get(name))
         if isinstance(ty, sig.ScalarType):
+            if name in b.names.scalar_types:      # a tuple's or struct's: resolved with the vars
+                return ScalarArg(name, ty.dtype, b.names.get(name))
             if isinstance(value, bool) and ty.dtype.kind == "bool":
                 return ScalarArg(name, ty.dtype, int(value))
             number = value if isinstance(value, float) else b.evaluate(value, field, parent, key)
@@ -76,11 +82,21 @@ class ArgsBuilder:
                 for i, item in enumerate(ty.items)))
         if isinstance(ty, (sig.TmaDescType, sig.TensorDescType)):
             return self.desc(name, ty, value, field, parent, key)
+        from ..aggregates import StructType, is_aggregate, member_types, shortened
+        if is_aggregate(ty):                       # imported only for specs that have one
+            members = member_types(ty)
+            if not isinstance(value, list) or len(value) != len(members):
+                each = "member" if isinstance(ty, StructType) else "element"
+                raise b.error(f"{shortened(str(ty))} needs a list of {len(members)} values, "
+                              f"one per {each}, got {_count(value)}", field, parent, key)
+            return StructArg(name, ty, tuple(
+                self.arg(f"{name}[{i}]", item, value[i], f"{field}[{i}]", value, i)
+                for i, item in enumerate(members)))
         raise AssertionError(f"unhandled type {ty}")
 
     def buffer(self, name: str, value: Any, pointee, field: str, parent: Any, key: Any) -> BufferArg:
         b = self.b
-        node = b.mapping(value, field, parent, key, ("shape", "dtype", "init", "save"),
+        node = b.mapping(value, field, parent, key, ("shape", "dtype", "init", "save", "offset"),
                          required=("shape",))
         dtype = pointee
         if "dtype" in node:
@@ -102,7 +118,10 @@ class ArgsBuilder:
         save = None
         if "save" in node:
             save = b.resolve_path(node["save"], f"{field}.save", node, "save", must_exist=False)
-        return BufferArg(name, dtype, shape, init, save)
+        offset = 0
+        if "offset" in node:            # elements: the kernel gets the address past them
+            offset = b.integer(node["offset"], f"{field}.offset", node, "offset", minimum=0)
+        return BufferArg(name, dtype, shape, init, save, offset)
 
     def init(self, value: Any, field: str, parent: Any, key: Any) -> Init:
         b = self.b
@@ -205,6 +224,28 @@ class ArgsBuilder:
             if len(buffer.shape) != len(desc.block):
                 raise self.b.error(f"buffer {desc.buffer!r} has {len(buffer.shape)} dims but the "
                                    f"block has {len(desc.block)}", field, node, key)
+
+
+def scalar_entries(signature: sig.Signature, args: Any) -> Iterator[tuple]:
+    """Every scalar parameter, those inside tuples and structs included (named
+    `t[0]`, `p[1][2]`), as (name, dtype, given, value, field, parent, key):
+    `given` says whether `args` has an entry for it."""
+    def walk(name: str, ty: Any, holder: Any, key: Any, field: str) -> Iterator[tuple]:
+        given = (key in holder if isinstance(holder, dict)
+                 else isinstance(holder, list) and key < len(holder))
+        value = holder[key] if given else None
+        if isinstance(ty, sig.ScalarType):
+            yield name, ty.dtype, given, value, field, holder, key
+        elif isinstance(value, list) and isinstance(ty, sig.TupleType):
+            for i, item in enumerate(ty.items):
+                yield from walk(f"{name}[{i}]", item, value, i, f"{field}[{i}]")
+        elif isinstance(value, list) and not isinstance(ty, _NOT_AGGREGATES):
+            from ..aggregates import member_types
+            for i, item in enumerate(member_types(ty)):
+                yield from walk(f"{name}[{i}]", item, value, i, f"{field}[{i}]")
+
+    for name, ty in signature.params:
+        yield from walk(name, ty, args if isinstance(args, dict) else {}, name, f"args.{name}")
 
 
 def _count(value: Any) -> str:

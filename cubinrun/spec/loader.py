@@ -9,6 +9,7 @@ where YAML gives it, the line.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -18,11 +19,15 @@ from ..errors import SpecError
 from ..expr import Expr, parse_expr
 from ..yamlload import LocatedDict, LocatedList, load_yaml_file
 from .scalars import as_int, check_scalar_value
-from .args import ArgsBuilder
+from .args import ArgsBuilder, scalar_entries
+from .device_values import DEVICE_NAMES, DeviceValues, unavailable
 from .model import KERNEL_KINDS, Bench, BufferArg, Check, KernelRef, Launch, Scratch, Spec
 
 TOP_LEVEL_KEYS = ("kernel", "signature", "constants", "vars", "args", "grid", "block",
-                  "launch", "check", "bench")
+                  "launch", "check", "bench", "sweep")      # sweep: read by cubinrun.runs
+
+ARCH_PATTERN = re.compile(r"sm_\d+[af]?")
+_TEMPLATE_NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
 BLOCK_LIMITS = (1024, 1024, 64)
@@ -30,12 +35,14 @@ MAX_THREADS_PER_BLOCK = 1024
 MAX_CLUSTER_SIZE = 16
 
 
-def load_spec(path: str | Path, overrides: Mapping[str, str] | None = None) -> Spec:
-    """Read and validate a spec file; `overrides` are `--set NAME=VALUE` pairs."""
+def load_spec(path: str | Path, overrides: Mapping[str, str] | None = None,
+              device: DeviceValues | None = None) -> Spec:
+    """Read and validate a spec file; `overrides` are `--set NAME=VALUE` pairs;
+    `device` gives `sm_count` and the other device values (none by default)."""
     path = Path(path)
     tree = load_yaml_file(path)
     try:
-        return _SpecBuilder(path, tree, overrides or {}).build()
+        return _SpecBuilder(path, tree, overrides or {}, device or unavailable()).build()
     except SpecError as exc:
         raise exc.located(file=str(path)) from None
 
@@ -53,14 +60,17 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, str]:
 
 
 class _SpecBuilder:
-    def __init__(self, path: Path, tree: Any, overrides: Mapping[str, str]):
+    def __init__(self, path: Path, tree: Any, overrides: Mapping[str, str],
+                 device: DeviceValues):
         self.path = path
         self.base = path.parent
         self.overrides = overrides
+        self.device = device
         if not isinstance(tree, dict):
             raise SpecError("the spec must be a YAML mapping", line=getattr(tree, "line", None))
         self.tree: LocatedDict = tree
         self.triton = None                      # TritonEntry when kernel is `triton:`
+        self.notes: list[str] = []              # for the plan (folded Triton arguments)
 
     # -- helpers --
 
@@ -138,6 +148,9 @@ class _SpecBuilder:
             raise self.error("missing required section 'kernel'", "kernel", t)
         kernel = self.kernel(t["kernel"])
         signature = self.signature()
+        if self.triton is not None and "signature" in t:
+            from .triton_args import check_signature_names
+            check_signature_names(self, self.triton, signature)
         constants = self.constants(signature)
         self.names = _Names(self, signature)
         args, buffers = ArgsBuilder(self, signature).build()
@@ -149,21 +162,37 @@ class _SpecBuilder:
         bench = self.bench()
         return Spec(path=self.path, kernel=kernel, signature=signature, args=tuple(args),
                     buffers=buffers, vars=self.names.vars(), scalars=self.names.scalars(),
+                    device_values=dict(self.names.device_values),
+                    device_source=self.device.source if self.names.device_values else None,
+                    notes=(self.triton.notes if self.triton else ()) + tuple(self.notes),
+                    divisibility=self.divisibility(signature),
+                    arg_lines=_lines(t.get("args")),
                     grid=grid, block=block, launch=launch, checks=checks, bench=bench,
                     constants=constants,
                     tensordesc_meta=_tuple_or_none(self.triton and self.triton.tensordesc_meta),
-                    desc_padding_flag=self.triton is None or _version(self.triton) >= (3, 5))
+                    desc_flags=1 if self.triton is None else self.triton.desc_flags)
+
+    def divisibility(self, signature: sig.Signature) -> tuple[int | None, ...] | None:
+        """What a Triton entry was specialized for, per expanded parameter."""
+        if self.triton is None:
+            return None
+        from .triton_args import leaf_divisibility
+        e = self.triton
+        return leaf_divisibility(e, signature, sig.expand(signature, e.tensordesc_meta,
+                                                          e.desc_flags))
 
     def kernel(self, node: Any) -> KernelRef:
         t = self.tree
-        node = self.mapping(node, "kernel", t, "kernel", KERNEL_KINDS + ("name", "options"))
+        node = self.mapping(node, "kernel", t, "kernel",
+                            KERNEL_KINDS + ("name", "options", "arch"))
         kinds = [k for k in KERNEL_KINDS if k in node]
         if len(kinds) != 1:
             found = ", ".join(kinds) or "none"
             raise self.error(f"needs exactly one of {', '.join(KERNEL_KINDS)} (found: {found})",
                              "kernel", t, "kernel")
         kind = kinds[0]
-        path = self.resolve_path(node[kind], f"kernel.{kind}", node, kind)
+        raw_path = self.fill_template(node[kind], f"kernel.{kind}", node, kind)
+        path = self.resolve_path(raw_path, f"kernel.{kind}", node, kind)
         name = node.get("name")
         if name is not None and (not isinstance(name, str) or not name):
             raise self.error(f"must be a symbol name, got {name!r}", "kernel.name", node, "name")
@@ -173,11 +202,40 @@ class _SpecBuilder:
                              "kernel.options", node, "options")
         if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
             raise self.error("must be a list of strings", "kernel.options", node, "options")
+        options = [self.fill_template(o, f"kernel.options[{i}]", options, i)
+                   for i, o in enumerate(options)]
+        arch = node.get("arch")
+        if arch is not None:
+            if kind not in ("source", "ptx"):
+                raise self.error("only `source:` and `ptx:` kernels are compiled for a target",
+                                 "kernel.arch", node, "arch")
+            if not isinstance(arch, str) or not ARCH_PATTERN.fullmatch(arch):
+                raise self.error(f"must be a target such as sm_90 or sm_90a, got {arch!r}",
+                                 "kernel.arch", node, "arch")
         if kind == "triton":
             from .triton_entry import read_triton_entry
             self.triton = read_triton_entry(path, with_signature="signature" not in t)
             name = name or self.triton.name
-        return KernelRef(kind, path, name, tuple(options))
+        return KernelRef(kind, path, name, tuple(options), arch)
+
+    def fill_template(self, text: Any, field: str, parent: Any, key: Any) -> Any:
+        """`{NAME}` in the kernel's path or options is the var's value, so a sweep can
+        pick among binaries or compile variants. Only vars (and --set) may appear:
+        the kernel is read before the signature that would give scalar args."""
+        if not isinstance(text, str) or "{" not in text:
+            return text
+        names = self.names = _Names(self, sig.Signature(()))    # replaced once the signature is known
+
+        def value(match: re.Match) -> str:
+            var = match.group(1)
+            if var not in names.raw:
+                raise self.error(f"{{{var}}} names no var (vars: "
+                                 f"{', '.join(names.raw) or 'none'})", field, parent, key)
+            number = names.get(var)
+            if isinstance(number, int) or float(number).is_integer():
+                return str(int(number))
+            return repr(float(number))
+        return _TEMPLATE_NAME.sub(value, text)
 
     def signature(self) -> sig.Signature:
         t = self.tree
@@ -222,7 +280,12 @@ class _SpecBuilder:
         node = t.get("launch", LocatedDict())
         keys = ("num_warps", "num_ctas", "cluster", "shared", "cooperative", "pdl",
                 "global_scratch", "profile_scratch", "scratch_params")
-        node = self.mapping(node, "launch", t, "launch", keys)
+        # a Triton entry's own metadata keys (num_stages, maxnreg, ...): repeated, not changed
+        entry_keys = tuple(k for k in self.triton.metadata if k not in keys) if self.triton else ()
+        node = self.mapping(node, "launch", t, "launch", keys + entry_keys)
+        for key in entry_keys:
+            if key in node:
+                self.check_entry_key(node, key)
         got: dict[str, Any] = {}
         for key in ("num_warps", "num_ctas", "shared", "scratch_params"):
             if key in node:
@@ -270,6 +333,18 @@ class _SpecBuilder:
                 raise self.error(f"{got[key]!r} contradicts the Triton entry ({value!r})",
                                  f"launch.{key}", node, key)
         return {**got, **from_entry}
+
+    def check_entry_key(self, node: LocatedDict, key: str) -> None:
+        """`launch:` may repeat any key of the entry's JSON, as a record of what it was
+        compiled with; a different value would not change the binary, so it is refused."""
+        want, given = self.triton.metadata[key], node[key]
+        if isinstance(want, (int, float)) and not isinstance(want, bool):
+            given = self.evaluate(given, f"launch.{key}", node, key)
+        if given != want or isinstance(given, bool) != isinstance(want, bool):
+            shown = "null" if want is None else repr(want)
+            raise self.error(f"{given!r} contradicts the Triton entry ({shown}): the binary "
+                             f"was compiled with {key} = {shown}; recompile it to change that",
+                             f"launch.{key}", node, key)
 
     def scratch(self, node: Any, field: str, parent: Any, key: str) -> Scratch:
         node = self.mapping(node, field, parent, key, ("size", "align"), required=("size",))
@@ -333,8 +408,10 @@ class _SpecBuilder:
                 unknown = sorted(expect.names - known)
                 if unknown:
                     raise self.error(f"unknown name {unknown[0]!r} in {expect.source!r} "
-                                     f"(buffers, vars and scalar args may be used)",
-                                     f"{field}.expect", entry, "expect")
+                                     f"(buffers, vars, scalar args and device values may "
+                                     f"be used)", f"{field}.expect", entry, "expect")
+                for name in sorted(expect.names & set(DEVICE_NAMES) - set(buffers)):
+                    self.evaluate(name, f"{field}.expect", entry, "expect")   # recorded now
             else:
                 file = self.resolve_path(entry["file"], f"{field}.file", entry, "file")
             tol = {}
@@ -399,24 +476,35 @@ class _Names:
         self.var_names = list(self.raw)
         self.scalar_types: dict[str, ElementType] = {}
         args = t.get("args", LocatedDict())
-        for name, ty in signature.params:
-            if isinstance(ty, sig.ScalarType):
-                if name in self.raw:
-                    raise builder.error(f"{name!r} is both a var and a scalar argument",
-                                        f"vars.{name}", node, name)
-                self.scalar_types[name] = ty.dtype
-                if isinstance(args, dict) and name in args:
-                    self.raw[name] = (args[name], f"args.{name}", args, name)
+        for name, dtype, given, value, field, parent, key in scalar_entries(signature, args):
+            self.scalar_types[name] = dtype
+            if name in self.raw:
+                self._check_shared_name(name, args)
+            elif given:
+                self.raw[name] = (value, field, parent, key)
         self.values: dict[str, int | float] = {}
+        self.device_values: dict[str, int] = {}     # the device values the spec used
         self.resolving: list[str] = []
 
+    def _check_shared_name(self, name: str, args: Any) -> None:
+        """A scalar arg named like a var (`vars: {M: 512}`, `args: {M: M}`, as Triton
+        kernels with params M, N, K invite) takes the var's value, so `--set M=...`
+        and sweep axes reach it; any other value would make `M` mean two things."""
+        if isinstance(args, dict) and name in args and args[name] != name:
+            raise self.b.error(f"a scalar argument named like the var {name!r} takes the "
+                               f"var's value: write `{name}: {name}` or rename one of them",
+                               f"args.{name}", args, name)
+
     def known(self) -> list[str]:
-        return list(self.raw)
+        return list(self.raw) + [n for n in DEVICE_NAMES if n not in self.raw]
 
     def get(self, name: str) -> int | float:
         if name in self.values:
             return self.values[name]
         if name not in self.raw:
+            if name in DEVICE_NAMES:            # a var of that name would have won
+                value = self.device_values[name] = self.b.device.get(name)
+                return value
             raise KeyError(name)
         value, field, parent, key = self.raw[name]
         if name in self.resolving:
@@ -470,13 +558,13 @@ class _LazyEnv(Mapping):
         return self.names.get(key)
 
     def __iter__(self):
-        return iter(self.names.raw)
+        return iter(self.names.known())
 
     def __len__(self):
-        return len(self.names.raw)
+        return len(self.names.known())
 
     def __contains__(self, key):
-        return key in self.names.raw
+        return key in self.names.raw or key in DEVICE_NAMES
 
 
 def _prod(values) -> int:
@@ -496,12 +584,11 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def _version(entry) -> tuple[int, ...]:
-    """Triton's version as numbers; an entry that does not say is taken as current."""
-    try:
-        return tuple(int(p) for p in (entry.triton_version or "99").split(".")[:2])
-    except ValueError:
-        return (99,)
+def _lines(node: Any) -> dict[str, int]:
+    """The YAML line of each top-level arg, for errors found after loading."""
+    if not isinstance(node, LocatedDict):
+        return {}
+    return {str(k): line for k in node if (line := node.line_of(k)) is not None}
 
 
 def _tuple_or_none(meta):

@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..dtypes import ELEMENT_TYPES
 from ..errors import SpecError
+from . import triton_versions
 from ..signature import (
     ParamType,
     PointerType,
@@ -62,6 +63,15 @@ class TritonEntry:
     triton_version: str | None
     num_scratch_params: int      # trailing scratch pointers the kernel declares
     signature: Signature | None  # None when not asked for
+    ttir: "Ttir | None" = None   # None when the spec gives the signature and there is none
+    version: tuple[int, int] | None = None      # (3, 6) from triton_version
+    notes: tuple[str, ...] = ()  # for the plan: a newer release, no TTIR
+    metadata: dict = field(default_factory=dict, compare=False)    # the JSON, every key
+
+    @property
+    def desc_flags(self) -> int:
+        """i1 flags a decomposed tensor descriptor ends with (see triton_versions)."""
+        return triton_versions.desc_flags(self.version)
 
 
 def read_triton_entry(json_path: str | Path, *, with_signature: bool = True) -> TritonEntry:
@@ -94,15 +104,9 @@ def read_triton_entry(json_path: str | Path, *, with_signature: bool = True) -> 
     if tensordesc_meta is not None and not isinstance(tensordesc_meta, list):
         raise SpecError("`tensordesc_meta` should be a list", file=str(json_path))
 
-    signature = None
-    if with_signature:
-        source_path = json_path.with_suffix(".source")
-        try:
-            text = source_path.read_text()
-        except OSError as exc:
-            raise SpecError(f"cannot read the TTIR to recover the signature: {exc.strerror}",
-                            file=str(source_path)) from None
-        signature = signature_from_ttir(text, kernel=name, file=str(source_path))
+    version = triton_versions.parse_version(meta.get("triton_version"))
+    _refuse_unsupported(meta, str(json_path))
+    ttir = _ttir(json_path.with_suffix(".source"), name, with_signature, meta)
 
     return TritonEntry(
         name=name,
@@ -122,8 +126,56 @@ def read_triton_entry(json_path: str | Path, *, with_signature: bool = True) -> 
         arch=_arch(meta, json_path),
         triton_version=meta.get("triton_version"),
         num_scratch_params=("global_scratch_size" in meta) + ("profile_scratch_size" in meta),
-        signature=signature,
+        signature=ttir.signature if ttir and with_signature else None,
+        ttir=ttir,
+        version=version,
+        notes=_notes(meta, version, ttir),
+        metadata=meta,
     )
+
+
+def _ttir(source_path: Path, name: str, required: bool, meta: dict) -> Ttir | None:
+    """The TTIR beside the JSON: the signature (required when the spec gives
+    none) and the specialization of each argument (checked when it reads)."""
+    try:
+        try:
+            text = source_path.read_text()
+        except OSError as exc:
+            raise SpecError(f"cannot read the TTIR to recover the signature: {exc.strerror}",
+                            file=str(source_path)) from None
+        return read_ttir(text, kernel=name, file=str(source_path))
+    except SpecError as exc:
+        if not required:
+            return None                 # the spec's signature stands; nothing to check
+        version = meta.get("triton_version")
+        if triton_versions.is_newer(triton_versions.parse_version(version)):
+            exc.message += triton_versions.newer_error(version)
+        raise
+
+
+def _refuse_unsupported(meta: dict, file: str) -> None:
+    """What Triton's launcher does for such an entry that cubinrun does not."""
+    mode = meta.get("instrumentation_mode")
+    if isinstance(mode, str) and "gsan" in mode:
+        raise SpecError(f"compiled with instrumentation_mode {mode!r}: Triton 3.8+ passes such "
+                        "a kernel three more arguments (its sanitizer's state), which cubinrun "
+                        "does not make; recompile without instrumentation", file=file)
+    for i, desc in enumerate(meta.get("tensordesc_meta") or ()):
+        if isinstance(desc, dict) and desc.get("is_im2col"):
+            raise SpecError(f"tensordesc_meta[{i}] is an im2col tensor descriptor (Triton 3.8+), "
+                            "which cubinrun cannot encode; only tiled descriptors are "
+                            "supported", file=file)
+
+
+def _notes(meta: dict, version: tuple[int, int] | None, ttir: Ttir | None) -> tuple[str, ...]:
+    """What the plan should say about this entry."""
+    notes = []
+    if triton_versions.is_newer(version):
+        notes.append(triton_versions.newer_note(meta["triton_version"], meta))
+    if ttir is None:
+        notes.append("no readable TTIR beside the entry: the arguments are not checked "
+                     "against what Triton specialized the kernel for")
+    return tuple(notes)
 
 
 def _load_json(path: Path) -> dict:
@@ -165,7 +217,9 @@ _ARG = re.compile(r"%([\w$.-]+)\s*:\s*")
 _NAME_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)"\s*[()]')
 _LOC_ALIAS = re.compile(r"loc\((#[\w$.-]+)\)")
 _PTR = re.compile(r"!tt\.ptr<(\w+)(?:,\s*\d+)?>")
-_DESC = re.compile(r"!tt\.tensordesc<tensor<((?:\d+x)+)(\w+)(?:,[^>]*)?>>")
+# 3.4-3.7 write !tt.tensordesc<tensor<64x64xf16>>, 3.8+ !tt.tensordesc<64x64xf16>.
+_DESC = re.compile(r"!tt\.tensordesc<(?:tensor<)?((?:\d+x)+)(\w+)(?:,[^>]*)?>?>")
+_DIVISIBILITY = re.compile(r"\btt\.divisibility\s*=\s*(\d+)")
 
 
 @dataclass
@@ -173,20 +227,65 @@ class _Arg:
     ssa_name: str      # "%x_ptr" without the %
     mlir_type: str
     loc_name: str | None    # the Python parameter it came from (3.5+)
+    divisibility: int | None = None     # tt.divisibility: what Triton specialized it for
+
+    @property
+    def param(self) -> str | None:
+        """The Python parameter: 3.8+ names a tuple's elements `t.0`, `t.1`."""
+        return self.loc_name.split(".")[0] if self.loc_name else None
+
+
+@dataclass(frozen=True)
+class Ttir:
+    """What the TTIR says: the signature, and each argument's specialization.
+
+    `args` are the TTIR arguments in order as (is a tensor descriptor, its
+    block rank, tt.divisibility or None); `leaf_divisibility` lines them up with
+    the parameters `signature.expand` gives, which a decomposed descriptor
+    makes more of than the TTIR has."""
+    signature: Signature
+    args: tuple[tuple[bool, int, int | None], ...]
+    names: tuple[str, ...]             # the Python parameter names (3.5+), in order
+
+    def leaf_divisibility(self, tensordesc_meta, desc_flags: int) -> tuple[int | None, ...]:
+        metas = iter(tensordesc_meta or ())
+        out: list[int | None] = []
+        i = 0
+        while i < len(self.args):
+            is_desc, rank, divisibility = self.args[i]
+            out.append(divisibility)
+            i += 1
+            if is_desc:
+                if next(metas, None) is None:           # base, shape, strides, flags
+                    out.extend([None] * (2 * rank + desc_flags))
+                tail = self.args[i:i + 2 * rank]
+                out.extend(d for _, _, d in tail)
+                i += 2 * rank
+        return tuple(out)
 
 
 def signature_from_ttir(text: str, *, kernel: str | None = None, file: str = "TTIR") -> Signature:
     """The kernel's parameters, from the `tt.func public` in Triton's TTIR."""
+    return read_ttir(text, kernel=kernel, file=file).signature
+
+
+def read_ttir(text: str, *, kernel: str | None = None, file: str = "TTIR") -> Ttir:
+    """The signature and the specialization of each argument, from the TTIR."""
     args = _func_args(text, kernel, file)
-    units: list[tuple[str | None, str, ParamType]] = []   # (loc name, ssa name, type)
+    units: list[tuple[str | None, str, ParamType]] = []   # (parameter, ssa name, type)
+    specialized: list[tuple[bool, int, int | None]] = []
     i = 0
     while i < len(args):
         arg = args[i]
         ty = _param_type(arg, file)
         i += 1
-        if isinstance(ty, TensorDescType):
-            i = _skip_desc_tail(args, i, ty, arg, file)
-        units.append((arg.loc_name, arg.ssa_name, ty))
+        is_desc = isinstance(ty, TensorDescType)
+        specialized.append((is_desc, ty.ndim if is_desc else 0, arg.divisibility))
+        if is_desc:
+            end = _skip_desc_tail(args, i, ty, arg, file)
+            specialized.extend((False, 0, a.divisibility) for a in args[i:end])
+            i = end
+        units.append((arg.param, arg.ssa_name, ty))
 
     params: list[tuple[str, ParamType]] = []
     used: set[str] = set()
@@ -197,11 +296,18 @@ def signature_from_ttir(text: str, *, kernel: str | None = None, file: str = "TT
         # Consecutive units from one Python parameter are a flattened tuple.
         while loc_name and k < len(units) and units[k][0] == loc_name:
             k += 1
-        if k - j > 1:
+        if k - j > 1 or (loc_name and args_named_as_tuple(args, ssa_name)):
             ty = TupleType(tuple(u[2] for u in units[j:k]))
         params.append((_identifier(loc_name or ssa_name, used), ty))
         j = k
-    return Signature(tuple(params))
+    names = tuple(name for name, _ in params) if any(a.loc_name for a in args) else ()
+    return Ttir(Signature(tuple(params)), tuple(specialized), names)
+
+
+def args_named_as_tuple(args: list[_Arg], ssa_name: str) -> bool:
+    """A one-element tuple: 3.8+ names its element `t.0`."""
+    arg = next(a for a in args if a.ssa_name == ssa_name)
+    return "." in (arg.loc_name or "")
 
 
 def _func_args(text: str, kernel: str | None, file: str) -> list[_Arg]:
@@ -220,10 +326,12 @@ def _func_args(text: str, kernel: str | None, file: str) -> list[_Arg]:
         rest = piece[m.end():]
         mlir_type = _type_token(rest)
         tail = rest[len(mlir_type):]
+        divisibility = _DIVISIBILITY.search(tail.split(" loc(")[0])
         if alias := _LOC_ALIAS.search(tail):
             tail = aliases.get(alias.group(1), "")
         loc = _NAME_LOC.search(tail)
-        args.append(_Arg(m.group(1), mlir_type, _unescape(loc.group(1)) if loc else None))
+        args.append(_Arg(m.group(1), mlir_type, _unescape(loc.group(1)) if loc else None,
+                         int(divisibility.group(1)) if divisibility else None))
     return args
 
 

@@ -125,27 +125,31 @@ def _launch_of(raw: _FakeLaunch, sizes: list[int]) -> Launch:
         params=params, param_alignment=list(raw.param_address_mod64[:raw.num_params]))
 
 
-_built: list[FakeDriver] = []
-
-
 def build_fake_driver(folder: Path) -> FakeDriver:
-    """Compile fake_libcuda.c into `folder` and load it, once per process: a
-    launcher resolves the driver at its first launch and keeps it, and test
-    modules share launchers (one per signature), so they must share the fake."""
-    if _built:
-        _built[0].reset()
-        return _built[0]
+    """Compile fake_libcuda.c into `folder` and load it (tests want `shared_fake_driver`)."""
     path = folder / "libcuda_fake.so"
     subprocess.run([*find_compiler(), "-O1", "-shared", "-fPIC", f"-I{find_cuda_include()}",
                     str(SOURCE), "-o", str(path)], check=True, capture_output=True)
-    _built.append(FakeDriver(path))
-    return _built[0]
+    return FakeDriver(path)
+
+
+_shared: FakeDriver | None = None
+
+
+def shared_fake_driver(folder: Path) -> FakeDriver:
+    """One fake libcuda per process: a launcher module binds the libcuda it opens
+    first and keeps it, so a second fake would never see those launches."""
+    global _shared
+    if _shared is None:
+        _shared = build_fake_driver(folder)
+    return _shared
 
 
 @contextmanager
 def fake_driver_env(folder: Path) -> Iterator[FakeDriver]:
-    """A fake driver, with CUBINRUN_LIBCUDA pointing at it and the launcher cache in `folder`."""
-    fake = build_fake_driver(folder)
+    """The fake driver, with CUBINRUN_LIBCUDA pointing at it and the launcher cache in `folder`."""
+    fake = shared_fake_driver(folder)
+    fake.reset()
     saved = {name: os.environ.get(name) for name in ("CUBINRUN_LIBCUDA", "CUBINRUN_CACHE_DIR")}
     os.environ["CUBINRUN_LIBCUDA"] = str(fake.path)
     os.environ["CUBINRUN_CACHE_DIR"] = str(folder / "cache")
