@@ -46,8 +46,8 @@ def prepare(spec: Spec, device=None, arch: str | None = None, load=None,
     binary = (load or load_binary)(spec, target)
     plan = make_plan(spec)
     validate(plan, binary.info, binary.kernel,
-             device.arch if device is not None else None,
-             device.name if device is not None else "this device")
+             device.arch if device is not None else arch,
+             device.name if device is not None else f"the target {arch}")
     check_plan(plan)
     launcher = load_launcher(plan.leaf_types, plan.num_scratch) if build_launcher else None
     return Prepared(plan, binary, launcher)

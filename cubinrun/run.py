@@ -215,6 +215,19 @@ def make_ready(spec: Spec, device: driver.Device, arch: str | None = None,
     return Ready(prepared, kernel, memory, launch_once)
 
 
+def check_data(spec: Spec) -> None:
+    """The host data and check references the spec describes, checked without
+    making them: a dry run evaluates them, and a launch finds a bad reference
+    before the kernel runs, not after."""
+    from .check import check_reference
+    from .hostdata import check_init
+    for buffer in spec.buffers.values():
+        check_init(buffer)
+    env = spec.expression_env()
+    for check in spec.checks:
+        check_reference(check, spec.buffers[check.output], spec.buffers, env)
+
+
 @dataclass(frozen=True)
 class Early:
     """Work that needs no GPU, done while the driver initialises."""

@@ -157,6 +157,16 @@ def test_sanitize_fail_fast_stops_after_the_first_finding(sanitizer_calls, capsy
     assert json.loads(out)["summary"]["not_run"] == 1
 
 
+def test_a_spec_mistake_is_found_before_the_tool_runs(sanitizer_calls, tmp_path, capsys):
+    spec = tmp_path / "bad.yaml"
+    spec.write_text((CONFIGS / "vector_add.yaml").read_text()
+                    .replace("../kernels", str(REPO / "kernels"))
+                    .replace("expect: x + y", "expect: x + nosuch"))
+    code, out, err = run_cli(capsys, "launch", "--sanitize", spec)
+    assert code == 2 and out == "" and "nosuch" in err and str(spec) in err
+    assert not (tmp_path / "calls.jsonl").exists()
+
+
 @pytest.mark.parametrize("words, tool", [
     (["--sanitize", "SPEC"], "memcheck"),               # the spec is not read as the tool
     (["--sanitize", "racecheck", "SPEC"], "racecheck"),

@@ -105,7 +105,7 @@ def test_errors_name_file_field_and_line(write_spec):
     (("  num_warps: 4", "  num_warps: 4\n  shared: -1"), "launch.shared", "must be >= 0"),
     (("  num_warps: 4", "  num_warps: 4\n  pdl: yes please"), "launch.pdl", "true or false"),
     (("  num_warps: 4", "  num_warps: 4\n  warps: 4"), "launch.warps", "unknown key"),
-    (("  num_warps: 4", "  num_ctas: 32"), "launch.num_ctas", "exceeds the hardware maximum"),
+    (("  num_warps: 4", "  num_ctas: 32"), "launch.num_ctas", "must be <= 16 (the largest cluster)"),
     (("  num_warps: 4", "  num_ctas: 2\n  cluster: [2]"), "launch.cluster", "either num_ctas or cluster"),
     (("  num_warps: 4", "  global_scratch: {size: 64, align: 3}"), "launch.global_scratch.align",
      "power of two"),

@@ -154,7 +154,7 @@ def test_errors_name_the_file(tmp_path):
     with pytest.raises(SpecError, match=r"nope\.json: cannot read the Triton metadata"):
         read_triton_entry(tmp_path / "nope.json")
     (tmp_path / "bad.json").write_text("{not json")
-    with pytest.raises(SpecError, match=r"bad\.json: not valid JSON"):
+    with pytest.raises(SpecError, match=r"bad\.json:1: not valid JSON"):
         read_triton_entry(tmp_path / "bad.json")
     with pytest.raises(SpecError, match="group index; give the kernel's own add_kernel.json"):
         read_triton_entry(tmp_path / "__grp__add_kernel.json")

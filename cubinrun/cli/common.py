@@ -9,14 +9,22 @@ set_option = click.option("--set", "overrides", multiple=True, metavar="NAME=VAL
                           help="Override a var of the spec (repeatable).")
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print one JSON document on stdout and nothing else there.")
-device_option = click.option("--device", type=int, default=None, metavar="N",
+device_option = click.option("--device", type=click.IntRange(0, 2**31 - 1), default=None,
+                             metavar="N",
                              help="CUDA device ordinal (default 0).")
 force_option = click.option("--force", is_flag=True, help="Overwrite the -o file if it exists.")
 
 
 def console(stderr: bool = False):
     from rich.console import Console
-    return Console(stderr=stderr, highlight=False)
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich exits with 1 here, the code of a failed check: let the
+            # command decide (launch keeps its run's code, others exit 0).
+            raise BrokenPipeError
+
+    return _Console(stderr=stderr, highlight=False)
 
 
 def existing(path: str) -> Path:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import click
 
+from ..limits import MAX_REPEAT
 from .common import console, device_option, json_option, set_option
 from .sanitize import TOOLS, optional_tool
 
@@ -102,7 +103,7 @@ class _LaunchCommand(click.Command):
               help="With --baseline: compare with results from another GPU model.")
 @click.option("--no-guard", is_flag=True,
               help="No guard bands around the buffers (they catch writes past a buffer).")
-@click.option("--repeat", type=click.IntRange(1, 1_000_000), default=1, metavar="N",
+@click.option("--repeat", type=click.IntRange(1, MAX_REPEAT), default=1, metavar="N",
               help="Launch N times from the same inputs; fail unless every buffer is the "
               "same bit for bit.")
 @click.option("--sanitize", type=click.Choice(TOOLS), is_flag=False, flag_value="memcheck",
@@ -124,13 +125,17 @@ def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no
     try:
         _launch(args)
     except SpecError as error:          # found past loading (the binary, the device): locate it
-        raise error.located(file=specs[0] if len(specs) == 1 else None) from None
+        if len(specs) != 1:
+            raise
+        from ..spec.locate import locate
+        raise locate(error, specs[0]) from None
 
 
 def _launch(args: LaunchArgs) -> None:
     from ..runs.expand import expand
     from ..spec import parse_overrides
     _check_outputs(args)
+    _check_numbers(args)
     baseline = _read_baseline(args)
     tasks = expand(args.specs, parse_overrides(args.overrides), args.axes)
     if args.dry_run:
@@ -162,6 +167,19 @@ def _check_outputs(args: LaunchArgs) -> None:
         from ..results.plot import check_path, require_matplotlib
         check_path(args.plot)
         require_matplotlib()
+
+
+def _check_numbers(args: LaunchArgs) -> None:
+    """--arch and the timing budgets, before any spec is read."""
+    from ..errors import UsageError
+    from ..limits import MAX_BENCH_MS
+    if args.arch is not None:
+        from ..binary.nvrtc import parse_arch
+        parse_arch(args.arch)
+    for name, value in (("warmup", args.warmup), ("rep", args.rep)):
+        if value is not None and not 0 < value <= MAX_BENCH_MS:     # NaN and infinity too
+            raise UsageError(f"--{name} must be a positive number of ms up to {MAX_BENCH_MS}, "
+                             f"got {value}")
 
 
 def _read_baseline(args: LaunchArgs):
@@ -224,8 +242,13 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
         if jsonl:
             jsonl.close()
     exit_code = most_severe(r.exit_code for r in records)
-    _write_outputs(records, results, exit_code, len(tasks) - len(records),
-                   time.perf_counter() - started, args, single)
+    try:
+        _write_outputs(records, results, exit_code, len(tasks) - len(records),
+                       time.perf_counter() - started, args, single)
+        sys.stdout.flush()
+    except BrokenPipeError:             # the reader left: the runs' exit code still counts
+        from . import silence_stdout
+        silence_stdout()
     if single and records[0].exception is not None:
         raise records[0].exception      # one run: the error line exactly as before
     return exit_code
@@ -288,13 +311,15 @@ def _print_comparison(compare: dict) -> None:
 def _dry_run(tasks, args: LaunchArgs) -> None:
     from ..prepare import prepare
     from ..report import print_json, render_plan
+    from ..run import check_data
     from ..spec import load_spec
     if len(tasks) == 1:
         task = tasks[0]
         if task.error is not None:
             raise task.error
-        prepared = prepare(load_spec(task.spec, task.overrides, device=_dry_device(args)),
-                           arch=args.arch)
+        spec = load_spec(task.spec, task.overrides, device=_dry_device(args))
+        prepared = prepare(spec, arch=args.arch)
+        check_data(spec)
         if args.as_json:
             print_json(prepared.to_json())
         else:
@@ -309,8 +334,10 @@ def _dry_run_many(tasks, args: LaunchArgs) -> int:
     from ..errors import CubinrunError, SpecError
     from ..prepare import prepare
     from ..report import print_json
+    from ..run import check_data
     from ..runs.outcome import RunRecord, most_severe
     from ..spec import load_spec
+    from ..spec.locate import locate
     from ..text import dims
     rows, documents, codes = [], [], []
     device = _dry_device(args)
@@ -318,11 +345,12 @@ def _dry_run_many(tasks, args: LaunchArgs) -> int:
         try:
             if task.error is not None:
                 raise task.error
-            prepared = prepare(load_spec(task.spec, task.overrides, device=device),
-                               arch=args.arch)
+            spec = load_spec(task.spec, task.overrides, device=device)
+            prepared = prepare(spec, arch=args.arch)
+            check_data(spec)
         except CubinrunError as error:
             if isinstance(error, SpecError):
-                error.located(file=task.spec)
+                locate(error, task.spec)
             record = RunRecord.failed(task, error)
             codes.append(record.exit_code)
             documents.append(record.to_json())

@@ -35,7 +35,8 @@ def profile(spec_path, ncu_args, overrides, device, as_json, keep, l2):
         spec, overrides = one_run(spec_path, overrides, device)
         kernel = spec.kernel.name or _kernel_name(spec)
     except SpecError as error:
-        raise error.located(file=spec_path) from None
+        from ..spec.locate import locate
+        raise locate(error, spec_path) from None
     executable = find_ncu()
     run = run_profile(kernel, l2 or spec.bench.l2, cubinrun_command(spec_path, overrides, device),
                       list(ncu_args), keep, executable)

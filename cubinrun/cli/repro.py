@@ -31,7 +31,8 @@ def repro(spec_path, folder, overrides, arch):
             arch = current_arch()
         written = write_repro(load_kernel_for_repro(spec, arch), Path(folder))
     except SpecError as error:
-        raise error.located(file=spec_path) from None
+        from ..spec.locate import locate
+        raise locate(error, spec_path) from None
     inputs = sum(1 for f in written.files if f.startswith("inputs/"))
     click.echo(f"wrote {written.folder}: kernel.cubin, {inputs} input(s) "
               f"({human_bytes(written.input_bytes)}), expected values for "

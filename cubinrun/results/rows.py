@@ -26,8 +26,9 @@ DEBUG_CHECKS = (("guards", "guard bands"), ("repeat", "repeat"), ("sanitizer", "
 def failed_checks(result: dict) -> list[str]:
     """What failed in a run: each output whose check failed, the guard bands,
     --repeat's comparison, the sanitizer (by tool). Each counts as a failed check."""
-    check = result.get("check") or {}
-    failed = [f"check {name}" for name, output in (check.get("outputs") or {}).items()
+    check = result.get("check") if isinstance(result.get("check"), dict) else {}
+    outputs = check.get("outputs") if isinstance(check.get("outputs"), dict) else {}
+    failed = [f"check {name}" for name, output in outputs.items()
               if isinstance(output, dict) and output.get("passed") is False]
     for key, label in DEBUG_CHECKS:
         part = result.get(key)

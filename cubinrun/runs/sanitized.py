@@ -58,20 +58,24 @@ class SanitizerExecutor:
             run = run_sanitizer(self.tool, kernel, program, self.executable)
         except CubinrunError as error:
             if isinstance(error, SpecError):
-                error.located(file=task.spec)
+                from ..spec.locate import locate
+                locate(error, task.spec)
             return RunRecord.failed(task, error, time.perf_counter() - started)
         return sanitized_record(task, run, time.perf_counter() - started)
 
     def _kernel_name(self, task: RunTask) -> str | None:
         """The entry symbol, to limit the tool to it; read from the binary when the
         spec leaves it out (not for kernels compiled for the device: only one
-        kernel is launched without timing anyway)."""
+        kernel is launched without timing anyway). The spec is read and its data
+        checked here first, so its mistakes are found without the tool."""
         from ..prepare import needs_device_target, prepare
         from ..props import device_values_of
+        from ..run import check_data
         from ..spec import load_spec
         if self._device_values is None:
             self._device_values = device_values_of(self.device or 0)
         spec = load_spec(task.spec, task.overrides, device=self._device_values)
+        check_data(spec)
         if spec.kernel.name:
             return spec.kernel.name
         return None if needs_device_target(spec) else prepare(spec).kernel_name

@@ -49,7 +49,8 @@ class Runner:
             result = self._run(task)
         except CubinrunError as error:
             if isinstance(error, SpecError):
-                error.located(file=task.spec)
+                from ..spec.locate import locate
+                locate(error, task.spec)
             record = RunRecord.failed(task, error, time.perf_counter() - started)
             record.broken = isinstance(error, CudaError) and self._context_broken(error)
             return record
@@ -63,11 +64,12 @@ class Runner:
                          wall_s=time.perf_counter() - started, live=result)
 
     def _run(self, task: RunTask):
-        from ..run import Session, prepare_early, run_spec
+        from ..run import Session, check_data, prepare_early, run_spec
         from ..spec import load_spec
         from ..spec.device_values import DeviceValues
         device_values = DeviceValues(self._device_values, f"device {self.ordinal}")
         spec = load_spec(task.spec, task.overrides, device=device_values)
+        check_data(spec)                    # a bad check.expect is found before the launch
         if self.session is None:
             early = None
             if self.opening is not None:        # the first run: prepare while CUDA starts
