@@ -372,3 +372,30 @@ def _json_number(x: int | float | None) -> int | float | str | None:
     if isinstance(x, float) and not math.isfinite(x):
         return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
     return x
+
+
+def expected_for(check: Check, shape: tuple[int, ...], dtype: ElementType,
+                 inputs: Mapping[str, np.ndarray], scalars: Mapping[str, int | float],
+                 input_types: Mapping[str, ElementType] | None = None):
+    """What `run_check` compares an output of `shape` with, for a comparison made
+    elsewhere (the reproducer's C): (mode, expected, rtol, atol, nan_ok). Mode
+    "bits": `expected` holds elements of the output's dtype (the reference
+    rounded or wrapped into it) to compare byte for byte; "close": float64
+    values to meet within atol + rtol * |expected| ("equal" is close with no
+    tolerance)."""
+    field = f"check.{check.output}"
+    shaped = np.broadcast_to(np.zeros((), dtype.numpy_dtype()), shape)   # no allocation
+    reference = _reference(check, shaped, dtype, inputs, scalars, input_types or {}, field)
+    comparison = _Comparison.make(check, dtype, reference)
+    flat = _flat_broadcast(comparison.reference, shape)
+    if comparison.mode == "bits" and dtype.kind != "float":
+        return "bits", np.ascontiguousarray(flat), 0.0, 0.0, comparison.nan_ok
+    ref64 = np.asarray(flat, dtype=np.float64)
+    if comparison.mode == "bits":
+        if dtype.name == "fp8e4b15":
+            expected = encode_fp8e4b15_masked(ref64)[0]
+        else:
+            expected = ref64.astype(dtype.numpy_dtype())
+        return "bits", np.ascontiguousarray(expected), 0.0, 0.0, comparison.nan_ok
+    return ("close", np.ascontiguousarray(ref64), comparison.rtol, comparison.atol,
+            comparison.nan_ok and comparison.mode == "close")

@@ -16,7 +16,7 @@ import sys
 import click
 
 from ..errors import EXIT_USAGE, BuildError, CubinrunError, one_line
-from . import binaries, device, launch, results, source
+from . import binaries, device, launch, profile, repro, results, source
 
 _debug = False
 
@@ -31,7 +31,8 @@ def cli(debug: bool) -> None:
 
 
 for _command in (launch.launch, results.compare, results.plot, source.gen, device.props,
-                 binaries.inspect, binaries.compile_command, binaries.init):
+                 binaries.inspect, binaries.compile_command, binaries.init, profile.profile,
+                 repro.repro):
     cli.add_command(_command)
 
 

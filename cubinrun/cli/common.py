@@ -56,3 +56,23 @@ def write_output(path: str, text: str, force: bool) -> None:
         raise UsageError(f"{path} exists; pass --force to overwrite it") from None
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def one_run(spec_path: str, overrides: tuple[str, ...], device: int | None):
+    """The spec at exactly one point, for commands that run or write one launch
+    (profile, repro): (Spec, its overrides as NAME=VALUE words). A spec whose
+    sweep has several points is a usage error asking for --set; device values
+    come from device `device` (0), read only if the spec names one."""
+    from ..errors import UsageError
+    from ..props import device_values_of
+    from ..runs.expand import expand, point_text
+    from ..spec import load_spec, parse_overrides
+    tasks = expand([spec_path], parse_overrides(overrides))
+    task = tasks[0]
+    if task.error is not None:
+        raise task.error
+    if len(tasks) > 1:
+        raise UsageError(f"{spec_path}: its sweep has {len(tasks)} points and this command runs "
+                         f"one: pick it with --set (e.g. {point_text(task.point)})")
+    spec = load_spec(spec_path, task.overrides, device=device_values_of(device or 0))
+    return spec, tuple(f"{k}={v}" for k, v in task.overrides.items())

@@ -6,7 +6,9 @@ One run keeps the single-spec behaviour exactly: it runs in this process
 or the section-2 JSON, and an error ends as one line. Several runs go to a
 worker process (runs.executor) that starts CUDA once; each error becomes a
 line on stderr and a row of the final table, and the exit code is the most
-severe of all runs.
+severe of all runs. Guard bands and `--repeat` travel in RunOptions to
+wherever the runs execute; `--sanitize` runs every run in turn under
+compute-sanitizer instead (runs.sanitized), one cubinrun process each.
 """
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from dataclasses import dataclass
 
 import click
 
+from ..limits import MAX_REPEAT
 from .common import console, device_option, json_option, set_option
+from .sanitize import TOOLS, optional_tool
 
 
 @dataclass(frozen=True)
@@ -44,9 +48,19 @@ class LaunchArgs:
     threshold: str
     ignore_device: bool
     props: str | None = None
+    guard: bool = True
+    repeat: int = 1
+    sanitize: str | None = None             # a compute-sanitizer tool
 
 
-@click.command()
+class _LaunchCommand(click.Command):
+    """`--sanitize` takes a tool only when the next word names one (SPEC... follows)."""
+
+    def parse_args(self, ctx, args):
+        return super().parse_args(ctx, optional_tool(args))
+
+
+@click.command(cls=_LaunchCommand)
 @click.argument("specs", metavar="SPEC...", nargs=-1, required=True, type=click.Path())
 @set_option
 @click.option("--axis", "axes", multiple=True, metavar="AXIS",
@@ -87,9 +101,18 @@ class LaunchArgs:
               help="With --baseline: the smallest change that counts.")
 @click.option("--ignore-device", is_flag=True,
               help="With --baseline: compare with results from another GPU model.")
+@click.option("--no-guard", is_flag=True,
+              help="No guard bands around the buffers (they catch writes past a buffer).")
+@click.option("--repeat", type=click.IntRange(1, MAX_REPEAT), default=1, metavar="N",
+              help="Launch N times from the same inputs; fail unless every buffer is the "
+              "same bit for bit.")
+@click.option("--sanitize", type=click.Choice(TOOLS), is_flag=False, flag_value="memcheck",
+              default=None,
+              help="Run each spec once, untimed, under compute-sanitizer (memcheck when no "
+              "tool is named); any finding fails.")
 def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no_bench,
            raw_events, arch, props_file, fail_fast, jsonl, csv_path, markdown, junit, samples,
-           plot, baseline, threshold, ignore_device):
+           plot, baseline, threshold, ignore_device, no_guard, repeat, sanitize):
     """Build the launcher, load the kernel, make the args, launch, check, time.
 
     SPEC may be several spec files and folders (their *.yaml); every spec and
@@ -97,7 +120,8 @@ def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no
     from ..errors import SpecError
     args = LaunchArgs(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2,
                       no_bench, raw_events, arch, fail_fast, jsonl, csv_path, markdown, junit,
-                      samples, plot, baseline, threshold, ignore_device, props_file)
+                      samples, plot, baseline, threshold, ignore_device, props_file,
+                      guard=not no_guard, repeat=repeat, sanitize=sanitize)
     try:
         _launch(args)
     except SpecError as error:          # found past loading (the binary, the device): locate it
@@ -132,6 +156,13 @@ def _check_outputs(args: LaunchArgs) -> None:
         raise UsageError("--dry-run writes no result files, plots or comparisons")
     if args.props and not args.dry_run:
         raise UsageError("--props describes a device for --dry-run; a launch reads its device")
+    if args.sanitize:
+        if args.dry_run:
+            raise UsageError("--dry-run launches nothing to sanitize")
+        if args.baseline or args.plot:
+            raise UsageError("--sanitize runs untimed: no --baseline or --plot")
+        if args.repeat > 1:
+            raise UsageError("--sanitize checks the first launch only: no --repeat")
     if args.plot:
         from ..results.plot import check_path, require_matplotlib
         check_path(args.plot)
@@ -172,9 +203,14 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
                          bench=not args.no_bench,
                          progress=single and not args.as_json and args.jsonl != "-",
                          raw_events=args.raw_events,
-                         keep_samples=args.samples or baseline is not None)
+                         keep_samples=args.samples or baseline is not None,
+                         guard=args.guard, repeat=args.repeat)
     started = time.perf_counter()
-    executor = InlineExecutor(options) if single else ProcessExecutor(options)
+    if args.sanitize:
+        from ..runs.sanitized import SanitizerExecutor
+        executor = SanitizerExecutor(args.sanitize, args.device)
+    else:
+        executor = InlineExecutor(options) if single else ProcessExecutor(options)
     jsonl = JsonLines(args.jsonl) if args.jsonl else None
     progress = Progress(len(tasks), enabled=None if not single else False)
     records, results = [], []
@@ -242,6 +278,9 @@ def _write_outputs(records, results, exit_code, not_run, wall_s, args: LaunchArg
         print_json(json_document(results, summary, single=single))
     elif args.jsonl == "-" or "-" in (args.csv, args.markdown, args.junit):
         pass                                    # stdout carries that file
+    elif single and records[0].live is not None and args.sanitize:
+        from .sanitize import render
+        render(records[0].live, console())
     elif single and records[0].live is not None:
         render_result(records[0].live, console())
         if records[0].compare:

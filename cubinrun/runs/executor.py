@@ -16,7 +16,8 @@ RunRecord`:
   `_Worker` methods) plug in here without changing the callers.
 
 `stop(record)` (e.g. --fail-fast) ends the run after that record: no later
-task is started and records past it are dropped.
+task is started and records past it are dropped. (`launch --sanitize` has a
+third executor with this interface: runs.sanitized.)
 """
 from __future__ import annotations
 
