@@ -8,14 +8,24 @@ For the fp32 vector add (configs/vector_add.yaml) at 2^16 (about 2 us),
   same kernel's launches (`--cache-control all` for cold, `none` for hot),
 - do_bench: `triton.testing.do_bench` on the same launch (it flushes L2 by
   zeroing 256 MB before each sample, so it has no hot mode),
+- nvbench: NVIDIA's harness through its Python package `cuda-bench`
+  (`cuda.bench`), timing the same launch: cold is its isolated measurement
+  (L2 flushed by a memset, a blocking kernel ahead; the median of its
+  samples, else their mean), hot its batch measurement (mean over
+  back-to-back launches). It runs in a child process (`--nvbench-child`),
+  since nvbench owns its process's benchmark registry,
 - naive: one event pair around one launch on an idle GPU,
 - and, to explain the differences: cubinrun's sampler with a write flush
-  (memset) instead of its read flush, and raw event pairs (no offset
-  subtracted) around an empty kernel.
+  (memset) instead of its read flush, raw event pairs (no offset
+  subtracted) around an empty kernel, and for the hot vector add the slope
+  of pair time over 1..16 back-to-back launches and that kernel's own
+  offset (pair(1) - slope; cubinrun subtracts the empty kernel's).
 
-Run on the GPU machine from the repo root: `PYTHONPATH=. python3 bench/timing_fidelity.py`
-(`--quick` for a smoke run). The table comes last; full numbers go to
-$OUT/timing_fidelity.json (or bench/results/).
+Run on the GPU machine from the repo root:
+`PYTHONPATH=. python3 bench/timing_fidelity.py [OUTDIR]` (`--quick` for a smoke
+run). The table comes last; full numbers go to OUTDIR/timing_fidelity.json
+(default $OUT, else bench/results/). Without cuda-bench installed its columns
+read n/a.
 """
 from __future__ import annotations
 
@@ -128,6 +138,28 @@ class InProcess:
             times.append(1000 * driver.elapsed_ms(start, end))
         return statistics.median(times)
 
+    def hot_slope(self, samples: int = 256) -> tuple[float, float]:
+        """(per-launch slope, this kernel's own event offset) from hot pairs around
+        1..16 back-to-back launches, as timing.event_offset_us does for the empty kernel."""
+        from cubinrun.timing import (CALIBRATION_REPEATS, TimingKernels, least_squares_slope,
+                                     offset_from_medians, pair_samples)
+        kernels = TimingKernels(self.device)
+        medians = {}
+        try:
+            for _ in range(50):
+                self.ready.launch(self.stream)
+            for repeats in CALIBRATION_REPEATS:
+                def inside(stream, repeats=repeats):
+                    for _ in range(repeats):
+                        self.ready.launch(stream)
+                medians[repeats] = statistics.median(pair_samples(
+                    self.stream, kernels, inside, samples, per_batch=max(1, 256 // repeats)))
+        finally:
+            kernels.close()
+        repeats = sorted(medians)
+        slope = least_squares_slope(repeats, [medians[r] for r in repeats])
+        return slope, offset_from_medians(medians)
+
     def do_bench(self) -> float | None:
         try:
             import torch
@@ -142,8 +174,72 @@ class InProcess:
         self.ready.close()
 
 
+def nvbench_child(sizes: list[int], json_path: str) -> None:
+    """In a child process: nvbench times the vector add at `sizes`, writing its JSON."""
+    import cuda.bench as bench
+
+    from cubinrun import driver
+    from cubinrun.run import make_ready
+    from cubinrun.spec import load_spec
+    device = driver.open_device(0)          # the primary context, which nvbench's runtime shares
+    readies = {}
+
+    def vector_add(state) -> None:
+        n = state.get_int64("N")
+        if n not in readies:
+            readies[n] = make_ready(load_spec(SPEC, {"N": str(n)}), device)
+        ready = readies[n]
+        state.add_element_count(n)
+        state.add_global_memory_reads(8 * n)
+        state.add_global_memory_writes(4 * n)
+        state.exec(lambda launch: ready.launch(launch.get_stream().__cuda_stream__()[1]))
+
+    bench.register(vector_add).add_int64_power_of_two_axis(
+        "N", [n.bit_length() - 1 for n in sizes])
+    bench.run_all_benchmarks(["nvbench", "--devices", "0", "--jsonbin", json_path])
+
+
+def nvbench_times(sizes: list[int]) -> dict[int, dict[str, float | None]]:
+    """{n: {"cold": us, "hot": us}} from nvbench in a child process; {} without cuda-bench."""
+    import importlib.util
+    if importlib.util.find_spec("cuda.bench") is None:
+        print("  cuda-bench is not installed: no nvbench columns", flush=True)
+        return {}
+    import tempfile
+    json_path = Path(tempfile.mkdtemp(prefix="nvbench-")) / "vector_add.json"  # + sample files
+    proc = subprocess.run([sys.executable, __file__, "--nvbench-child", str(json_path),
+                           *map(str, sizes)], capture_output=True, text=True, cwd=REPO,
+                          env=child_env(), timeout=900)
+    if proc.returncode != 0 or not json_path.exists():
+        print(f"  nvbench failed (exit {proc.returncode}): {proc.stdout[-1500:]}"
+              f"{proc.stderr[-1500:]}", flush=True)
+        return {}
+    print(proc.stdout[-3000:], flush=True)          # nvbench's own markdown table
+    from cuda.bench.results import BenchmarkResult
+    out = {}
+    for state in BenchmarkResult.from_json(json_path)["vector_add"]:
+        n = int(state.point.get("N[pow2]", state.point.get("N")))
+        if n < 64:                          # the pow2 axis may report its exponent
+            n = 2 ** n
+        summaries = {tag: s.value for tag, s in state.summaries.items()}
+        median = state.center(statistics.median)
+        cold = median if median is not None else summaries.get("nv/cold/time/gpu/mean")
+        hot = summaries.get("nv/batch/time/gpu/mean")
+        out[n] = {"cold": None if cold is None else 1e6 * float(cold),
+                  "hot": None if hot is None else 1e6 * float(hot),
+                  "cold_mean": (1e6 * float(summaries["nv/cold/time/gpu/mean"])
+                                if summaries.get("nv/cold/time/gpu/mean") else None),
+                  "sm_clock_mhz": (float(summaries["nv/cold/sm_clock_rate/mean"]) / 1e6
+                                   if summaries.get("nv/cold/sm_clock_rate/mean") else None)}
+    return out
+
+
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--nvbench-child":
+        return nvbench_child([int(a) for a in sys.argv[3:]], sys.argv[2])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", nargs="?", type=Path, default=None,
+                        help="folder for the JSON (default $OUT, else bench/results)")
     parser.add_argument("--quick", action="store_true", help="two sizes, fewer ncu launches")
     parser.add_argument("--no-ncu", action="store_true")
     args = parser.parse_args()
@@ -151,8 +247,10 @@ def main() -> None:
     launches = 8 if args.quick else 12
     results = []
     t0 = time.time()
-    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else REPO / "bench" / "results"
+    out = args.out or (Path(os.environ["OUT"]) if os.environ.get("OUT")
+                       else REPO / "bench" / "results")
     out.mkdir(parents=True, exist_ok=True)
+    nvbench = nvbench_times(list(sizes.values()))
 
     empty = InProcess(EMPTY, None)
     empty_hot = empty.sampler("hot")
@@ -164,11 +262,16 @@ def main() -> None:
         row = {"size": label, "n": n, "naive_idle": proc.naive(),
                "sampler_cold_write_flush": proc.sampler("cold", write_flush=True),
                "do_bench": proc.do_bench()}
+        row["hot_slope"], row["hot_kernel_offset"] = proc.hot_slope(256 if n < 2**24 else 32)
         proc.close()
+        row["nvbench_cold"] = nvbench.get(n, {}).get("cold")
+        row["nvbench_hot"] = nvbench.get(n, {}).get("hot")
+        row["nvbench"] = nvbench.get(n)
         for l2 in ("cold", "hot"):
             timing = cubinrun_timing(n, l2)
             row[f"cubinrun_{l2}"] = timing["median_us"]
             row[f"event_offset_{l2}"] = timing["event_offset_us"]
+            row[f"sm_clock_{l2}"] = timing.get("sm_clock_mhz")
             row[f"ncu_{l2}"] = None if args.no_ncu else ncu_median(n, l2, launches)
         results.append(row)
         print(json.dumps(row), flush=True)
@@ -182,6 +285,22 @@ def main() -> None:
         return "   n/a" if a is None or b is None else f"{a / b:6.3f}"
 
     print(f"\ntiming fidelity, vector add fp32, medians in us ({time.time() - t0:.0f} s)")
+    print("size  | ncu cold cubinrun nvbench | ncu hot  cubinrun nvbench | "
+          "cubinrun/ncu nvbench/ncu (cold; hot)")
+    for r in results:
+        print(f"{r['size']:5} | {fmt(r['ncu_cold'])} {fmt(r['cubinrun_cold'])} "
+              f"{fmt(r['nvbench_cold'])} | {fmt(r['ncu_hot'])} {fmt(r['cubinrun_hot'])} "
+              f"{fmt(r['nvbench_hot'])} | {ratio(r['cubinrun_cold'], r['ncu_cold'])} "
+              f"{ratio(r['nvbench_cold'], r['ncu_cold'])}; "
+              f"{ratio(r['cubinrun_hot'], r['ncu_hot'])} {ratio(r['nvbench_hot'], r['ncu_hot'])}")
+    print("\nhot: slope of pair time over 1..16 launches, and the vector add's own offset "
+          "(pair(1) - slope) next to the empty kernel's that cubinrun subtracts")
+    print("size  | ncu hot  slope    | kernel offset  empty offset | SM clock cold/hot MHz")
+    for r in results:
+        print(f"{r['size']:5} | {fmt(r['ncu_hot'])} {fmt(r['hot_slope'])} | "
+              f"{fmt(r['hot_kernel_offset'])}       {fmt(r['event_offset_hot'])} | "
+              f"{fmt(r['sm_clock_cold'])} {fmt(r['sm_clock_hot'])}")
+    print()
     print("size  | ncu cold cubinrun ratio | ncu hot  cubinrun ratio | offset | do_bench naive  wflush")
     for r in results:
         print(f"{r['size']:5} | {fmt(r['ncu_cold'])} {fmt(r['cubinrun_cold'])} "

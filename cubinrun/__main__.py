@@ -1,3 +1,4 @@
 from .cli import main
 
-main()
+if __name__ == "__main__":      # a spawned worker imports this module without running it
+    main()

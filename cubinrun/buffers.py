@@ -37,6 +37,8 @@ class DeviceMemory:
     profile_scratch: int = 0
     staging: Staging | None = None
     seconds: dict[str, float] = field(default_factory=dict)    # "init", "upload"
+    guard: bool = False              # guard bands around each buffer (debug/guards.py)
+    guards: list = field(default_factory=list)
     _allocations: list[int] = field(default_factory=list)
 
     def _alloc(self, nbytes: int, align: int = 1) -> int:
@@ -44,6 +46,21 @@ class DeviceMemory:
         base = driver.alloc(nbytes + extra)
         self._allocations.append(base)
         return -(-base // align) * align if extra else base
+
+    def add_buffer(self, spec: BufferArg, values: InputValues) -> DeviceBuffer:
+        """Room for the buffer (`offset:` bytes past an allocation's start, between
+        guard bands with `guard`, whose patterns go on the staging stream); `upload`
+        fills it."""
+        if self.guard:
+            from .debug.guards import guarded_alloc
+            pointer, guard = guarded_alloc(self._alloc, spec.name, spec.nbytes, spec.dtype.size,
+                                           spec.offset_bytes, self.staging.stream)
+            self.guards.append(guard)
+        else:
+            pointer = self._alloc(spec.nbytes + spec.offset_bytes) + spec.offset_bytes
+        buffer = DeviceBuffer(spec, values, pointer)
+        self.buffers[spec.name] = buffer
+        return buffer
 
     def add_scratch(self, scratch: ScratchPlan) -> int:
         """Zeroed, as a freshly allocated Triton scratch area is not, but
@@ -67,6 +84,22 @@ class DeviceMemory:
                                values.block)
         staging.finish()
 
+    def restore(self, plan: Plan) -> None:
+        """Back to the state before the first launch (`--repeat`): the scratch zeroed
+        and every buffer's input made and uploaded again."""
+        for pointer, scratch in ((self.global_scratch, plan.global_scratch),
+                                 (self.profile_scratch, plan.profile_scratch)):
+            if pointer:
+                driver.memset_async(pointer, 0, scratch.nbytes, self.staging.stream)
+        self.upload()
+
+    def alloc_copy(self, pointer: int, nbytes: int) -> int:
+        """A device copy of `nbytes` at `pointer`, queued on the staging stream (so
+        before any later upload), freed with the rest."""
+        copy = self._alloc(nbytes)
+        driver.copy_on_device_async(copy, pointer, nbytes, self.staging.stream)
+        return copy
+
     def free(self) -> None:
         if self.staging is not None:
             self.staging.close()
@@ -89,20 +122,23 @@ def make_host_arrays(plan: Plan) -> list[np.ndarray]:
 
 
 def allocate(plan: Plan, inputs: list[InputValues] | None = None,
-             device_name: str = "the device") -> DeviceMemory:
+             device_name: str = "the device", guard: bool = False,
+             repeat: int = 1) -> DeviceMemory:
     """Device buffers filled from `inputs` (made here if not given) and the scratch;
-    refused before anything is allocated if they cannot fit the device."""
+    with `guard`, each buffer between two guard bands. Refused before anything is
+    allocated if they cannot fit the device (with room for `--repeat`'s copy of
+    run 1's buffers when `repeat` > 1)."""
     from .capacity import check_device
     if inputs is None:
         inputs = make_inputs(plan)
-    check_device(plan, device_name)
-    memory = DeviceMemory()
+    check_device(plan, device_name, guard=guard, repeat=repeat)
+    memory = DeviceMemory(guard=guard)
     began = time.perf_counter()
     try:
-        for spec, values in zip(plan.spec.buffers.values(), inputs, strict=True):
-            memory.buffers[spec.name] = DeviceBuffer(spec, values, memory._alloc(spec.nbytes))
         largest = max((b.nbytes for b in plan.spec.buffers.values()), default=0)
         memory.staging = Staging(largest)
+        for spec, values in zip(plan.spec.buffers.values(), inputs, strict=True):
+            memory.add_buffer(spec, values)
         memory.global_scratch = memory.add_scratch(plan.global_scratch)
         memory.profile_scratch = memory.add_scratch(plan.profile_scratch)
         memory.upload()

@@ -69,24 +69,34 @@ def check_host(spec) -> None:
                         field="args")
 
 
-def device_need(plan) -> int:
-    sizes = [b.nbytes for b in plan.spec.buffers.values()]
+def device_need(plan, guard: bool = False, repeat: int = 1) -> int:
+    """Bytes of device memory: every buffer (past its `offset:`, between guard
+    bands with `guard`), the scratch, and with `repeat` > 1 the copy of every
+    buffer that `--repeat` keeps of run 1."""
+    from .debug.guards import GUARD_BYTES
+    buffers = plan.spec.buffers.values()
+    bands = 2 * GUARD_BYTES if guard else 0
+    sizes = [b.nbytes + b.offset_bytes + bands for b in buffers]
     sizes += [s.nbytes + s.align for s in (plan.global_scratch, plan.profile_scratch) if s.nbytes]
+    if repeat > 1:
+        sizes += [b.nbytes for b in buffers]
     return sum(-(-max(n, 1) // _DEVICE_PAGE) * _DEVICE_PAGE for n in sizes)
 
 
-def check_device(plan, device_name: str = "the device") -> None:
+def check_device(plan, device_name: str = "the device", guard: bool = False,
+                 repeat: int = 1) -> None:
     """Before allocating: SpecError (exit 2) when the buffers exceed the device's
     memory, CudaError (exit 4) when they exceed what is free now."""
-    need = device_need(plan)
+    need = device_need(plan, guard, repeat)
     if need == 0:
         return
+    what = "the buffers and scratch" + (" (and run 1's copy for --repeat)" if repeat > 1 else "")
     free, total = driver.memory_info()
     if need > total:
-        raise SpecError(f"the buffers and scratch need {human_bytes(need)} of device memory "
+        raise SpecError(f"{what} need {human_bytes(need)} of device memory "
                         f"and {device_name} has {human_bytes(total)}", field="args")
     if need > free:
-        raise CudaError(f"the buffers and scratch need {human_bytes(need)} of device memory "
+        raise CudaError(f"{what} need {human_bytes(need)} of device memory "
                         f"and {human_bytes(free)} of {device_name}'s {human_bytes(total)} is "
                         f"free", call="cuMemGetInfo")
 

@@ -57,8 +57,9 @@ import numpy as np
 from .dtypes import ElementType
 from .errors import SpecError
 from .hostdata import CHUNK as BLOCK
-from .hostdata import convert_exactly, encode_fp8e4b15_masked, load_npy, to_float64
-from .spec.model import Check
+from .hostdata import (check_npy, convert_exactly, encode_fp8e4b15_masked, load_npy,
+                       to_float64)
+from .spec.model import BufferArg, Check
 
 CHUNK = BLOCK       # elements per compared block: the inputs' blocks, so none is drawn twice
 MAX_REPORTED = 8
@@ -120,6 +121,36 @@ def default_tolerances(dtype: ElementType) -> tuple[float, float]:
     return DEFAULT_TOLERANCES.get(dtype.name, (0.0, 0.0))
 
 
+def check_reference(check: Check, output: BufferArg, buffers: Mapping[str, BufferArg],
+                    scalars: Mapping[str, int | float]) -> None:
+    """What `run_check` would refuse in the reference, found without data (a dry
+    run): the expression evaluated on one-element stand-ins of the inputs (so
+    `cdiv(x)` and `1/0` fail here), its shape worked out from the buffers'
+    shapes, or a file's header read."""
+    from .expr import result_shape
+    field = f"check.{check.output}"
+    if check.file is not None:
+        check_npy(check.file, output.shape, f"{field}.file", output.dtype, "the output")
+        return
+    env: dict[str, Any] = dict(scalars)
+    for name in check.expect.names:
+        if name in buffers:
+            b = buffers[name]
+            host = (np.float64 if b.dtype.kind == "float"
+                    else np.uint64 if b.dtype.name == "u64" else np.int64)
+            env[name] = np.ones((1,) * len(b.shape), dtype=host)
+    _evaluate(check.expect, env, f"{field}.expect")     # raises for cdiv(x), 1/0, bad names
+    try:
+        shape = result_shape(check.expect, {n: b.shape for n, b in buffers.items()})
+        target = np.broadcast_shapes(shape, output.shape)
+    except ValueError:
+        shape, target = None, None
+    if target != output.shape:
+        shown = "operands that do not broadcast" if shape is None else f"shape {list(shape)}"
+        raise SpecError(f"{check.expect.source!r} has {shown}, which does not broadcast to "
+                        f"the output's {list(output.shape)}", field=f"{field}.expect")
+
+
 Box = tuple  # (flat start, flat stop, index): a run of flat indices that is a box of the array
 
 
@@ -160,14 +191,16 @@ class Checker:
             n = math.prod(self.shape)
             self.boxes = [(a, min(n, a + CHUNK), None) for a in range(0, n, CHUNK)]
 
-    def compare(self, box: Box, out: np.ndarray) -> "_Part":
-        start, stop, index = box
+    def reference(self, box: Box) -> np.ndarray:
+        """The box's reference, flat, as the comparison reads it (integers wrapped)."""
+        start, stop, _ = box
         reference = self.comparison.prepare(self._reference.box(box))
         if reference.size == stop - start:
-            flat = reference.reshape(-1)
-        else:                               # a scalar reference: a stride-0 view
-            flat = np.broadcast_to(reference.reshape(-1)[:1], (stop - start,))
-        return _Part.of(start, self.comparison.compare(out, flat))
+            return reference.reshape(-1)
+        return np.broadcast_to(reference.reshape(-1)[:1], (stop - start,))  # a scalar: stride 0
+
+    def compare(self, box: Box, out: np.ndarray) -> "_Part":
+        return _Part.of(box[0], self.comparison.compare(out, self.reference(box)))
 
     def result(self, parts: Iterable["_Part"]) -> CheckResult:
         mismatches, max_abs, max_rel, first = 0, None, None, []
@@ -280,14 +313,18 @@ class _ExpectReference:
         return env
 
     def _evaluate(self, env: dict[str, Any]) -> np.ndarray:
-        try:
-            reference = np.asarray(self.expect.evaluate(env))
-        except SpecError as exc:
-            raise exc.located(field=self.field) from None
-        if reference.dtype.kind not in "biuf":
-            raise SpecError(f"{self.expect.source!r} gives {reference.dtype} values, not "
-                            f"numbers", field=self.field)
-        return reference
+        return _evaluate(self.expect, env, self.field)
+
+
+def _evaluate(expect, env: Mapping[str, Any], field: str) -> np.ndarray:
+    try:
+        reference = np.asarray(expect.evaluate(env))
+    except SpecError as exc:
+        raise exc.located(field=field) from None
+    if reference.dtype.kind not in "biuf":
+        raise SpecError(f"{expect.source!r} gives {reference.dtype} values, not numbers",
+                        field=field)
+    return reference
 
 
 class _FileReference:
@@ -297,12 +334,8 @@ class _FileReference:
 
     def __init__(self, path, shape: tuple[int, ...], dtype: ElementType, field: str):
         self.name, self.shape, self.dtype_of_output, self.field = path.name, shape, dtype, field
+        check_npy(path, shape, field, dtype, "the output")     # shape, numbers, not truncated
         self.values = load_npy(path, field, mmap=True)
-        if self.values.shape != shape:
-            raise SpecError(f"{path.name} has shape {list(self.values.shape)}, the output "
-                            f"is {list(shape)}", field=field)
-        if self.values.dtype.kind not in "biufV":
-            raise SpecError(f"{path.name} holds {self.values.dtype}, not numbers", field=field)
         sample = self.values.reshape(-1)[:1] if self.values.size else self.values
         self.dtype = self._converted(np.asarray(sample), ()).dtype
 
@@ -496,3 +529,46 @@ def _json_number(x: int | float | None) -> int | float | str | None:
     if isinstance(x, float) and not math.isfinite(x):
         return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
     return x
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What `run_check` compares an output with, for a comparison made elsewhere
+    (the reproducer's C). Mode "bits": the elements are the output's dtype (the
+    reference rounded or wrapped into it) to compare byte for byte; "close":
+    float64 values to meet within atol + rtol * |expected| ("equal" is close
+    with no tolerance). `blocks()` gives them in flat order, one box at a time,
+    so an output of any size is written without a whole copy."""
+    mode: str
+    rtol: float
+    atol: float
+    nan_ok: bool
+    checker: Checker
+
+    def block(self, box: Box) -> np.ndarray:
+        """One box's expected elements, flat and contiguous (any thread)."""
+        checker, dtype = self.checker, self.checker.dtype
+        flat = checker.reference(box)
+        if self.mode == "bits" and dtype.kind != "float":
+            return np.ascontiguousarray(flat)              # wrapped into the output's type
+        ref64 = np.asarray(flat, dtype=np.float64)
+        if self.mode == "bits":
+            if dtype.name == "fp8e4b15":
+                return encode_fp8e4b15_masked(ref64)[0]
+            return ref64.astype(dtype.numpy_dtype())
+        return np.ascontiguousarray(ref64)
+
+    def blocks(self) -> Iterable[np.ndarray]:
+        from .parallel import ordered
+        return ordered(lambda box=box: self.block(box) for box in self.checker.boxes)
+
+
+def expected_for(check: Check, shape: tuple[int, ...], dtype: ElementType,
+                 inputs: Mapping[str, Any], scalars: Mapping[str, int | float],
+                 input_types: Mapping[str, ElementType] | None = None) -> Expected:
+    """The expected output of `check` (see `Expected`); `inputs` as for `run_check`."""
+    checker = Checker(check, shape, dtype, inputs, scalars, input_types)
+    c = checker.comparison
+    if c.mode == "bits":
+        return Expected("bits", 0.0, 0.0, c.nan_ok, checker)
+    return Expected("close", c.rtol, c.atol, c.nan_ok and c.mode == "close", checker)

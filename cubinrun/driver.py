@@ -277,6 +277,11 @@ def copy_to_host_async(host: int, pointer: int, nbytes: int, stream: int) -> Non
         call("cuMemcpyDtoHAsync", host, pointer, nbytes, stream)
 
 
+def copy_on_device_async(dst: int, src: int, nbytes: int, stream: int) -> None:
+    if nbytes:
+        call("cuMemcpyDtoDAsync", dst, src, nbytes, stream)
+
+
 # --- streams and events ----------------------------------------------------
 
 

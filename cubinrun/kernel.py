@@ -38,8 +38,11 @@ class LoadedKernel:
         return driver.handle_int(self.function)
 
 
-def load_kernel(cubin: bytes, name: str, device: driver.Device, plan: Plan) -> LoadedKernel:
-    module = driver.load_module(cubin, what=f"cubin for {device.arch}")
+def load_kernel(cubin: bytes, name: str, device: driver.Device, plan: Plan,
+                module=None) -> LoadedKernel:
+    """`module`: the cubin already loaded (a session reuses it across runs)."""
+    if module is None:
+        module = driver.load_module(cubin, what=f"cubin for {device.arch}")
     function = driver.get_function(module, name)
     attributes = {key: driver.function_attribute(function, attr)
                   for key, attr in FUNCTION_ATTRIBUTES.items()}

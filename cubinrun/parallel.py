@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable, Iterable, TypeVar
+from typing import Callable, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
 
@@ -83,3 +84,22 @@ def gather(futures: list[Future[T]]) -> list[T]:
     if error is not None:
         raise error
     return results
+
+
+def ordered(tasks: Iterable[Callable[[], T]], ahead: int | None = None) -> Iterator[T]:
+    """Results of the tasks in order, as they are needed, with at most `ahead`
+    (twice the workers) running or waiting to be taken: the memory of a stream
+    of blocks written in order stays a few blocks, whatever their number. On an
+    error (or when the caller stops early) the tasks started are waited for."""
+    ahead = ahead or 2 * worker_count()
+    running: deque[Future[T]] = deque()
+    try:
+        for task in tasks:
+            running.append(submit(task))
+            if len(running) >= ahead:
+                yield running.popleft().result()
+        while running:
+            yield running.popleft().result()
+    finally:
+        for future in running:
+            future.cancel() or future.exception()

@@ -19,13 +19,19 @@ Four pitfalls shape this (cuda-facts.md, "Timing pitfalls"):
 - The number of samples follows a time budget (warm-up and repetitions in ms,
   as `triton.testing.do_bench` does), bounded so that a tiny kernel does not
   queue millions of launches.
+
+The spin before each batch also measures the SM clock (cycles over global-timer
+nanoseconds on its SM), so every result says at what clock it was timed and a
+comparison can tell a slower kernel from a throttled GPU. The offset is
+measured once per `TimingKernels` (once per device in a multi-run command): it
+is the event pair's cost, not the kernel's.
 """
 from __future__ import annotations
 
 import math
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Callable
 
@@ -59,11 +65,16 @@ class TimingOptions:
 class Timed:
     samples_us: list[float]      # one launch's device time each, the offset subtracted
     event_offset_us: float | None   # subtracted from every sample; None: raw pairs
+    sm_clock_mhz: list[float] = field(default_factory=list)   # one per batch, as measured
+
+
+CLOCK_SLOTS = 256               # spins that record the clock, reused round robin
 
 
 class TimingKernels:
-    """The spin and L2-flush kernels (PTX shipped with the package) and the
-    buffer the flush reads, loaded once per device."""
+    """The spin and L2-flush kernels (PTX shipped with the package), the buffer
+    the flush reads and the spins' clock records, loaded once per device; also
+    the event offset, measured on first use."""
 
     def __init__(self, device: driver.Device):
         from .launcher import load_launcher
@@ -73,14 +84,17 @@ class TimingKernels:
         self.spin_fn = driver.handle_int(driver.get_function(self.module, "cubinrun_spin"))
         self.empty_fn = driver.handle_int(driver.get_function(self.module, "cubinrun_empty"))
         self.flush_launcher = load_launcher(["*u8", "u64", "*u32"], 0)
-        self.spin_launcher = load_launcher(["u64"], 0)
+        self.spin_launcher = load_launcher(["u64", "*u64"], 0)
         self.empty_launcher = load_launcher([], 0)
         l2 = driver.device_attribute(device.handle, "L2_CACHE_SIZE")
         self.flush_bytes = max(2 * l2, 16 << 20) // 16 * 16
         self.flush_buffer = driver.alloc(self.flush_bytes)
         self.sink = driver.alloc(4)
+        self.clocks = driver.alloc(CLOCK_SLOTS * 16)
+        self.event_offset_us: float | None = None
         stream = driver.create_stream()
         driver.memset_async(self.flush_buffer, 0, self.flush_bytes, stream)
+        driver.memset_async(self.clocks, 0, CLOCK_SLOTS * 16, stream)
         driver.stream_synchronize(stream)
         sms = driver.device_attribute(device.handle, "MULTIPROCESSOR_COUNT")
         self.flush_grid = 4 * sms
@@ -92,8 +106,19 @@ class TimingKernels:
         self.flush_launcher.launch(self.flush_config, self.flush_grid, 1, 1, stream,
                                    self.flush_buffer, self.flush_bytes // 16, self.sink)
 
-    def spin(self, stream: int, nanoseconds: int) -> None:
-        self.spin_launcher.launch(self.spin_config, 1, 1, 1, stream, nanoseconds)
+    def spin(self, stream: int, nanoseconds: int, clock_slot: int | None = None) -> None:
+        """`clock_slot`: record the spin's nanoseconds and cycles there (see read_clocks)."""
+        record = None if clock_slot is None else self.clocks + 16 * (clock_slot % CLOCK_SLOTS)
+        self.spin_launcher.launch(self.spin_config, 1, 1, 1, stream, nanoseconds, record)
+
+    def read_clocks(self, count: int) -> list[float]:
+        """The SM clock in MHz of the last `count` recording spins (after a synchronise);
+        slots a spin did not fill (no GPU ran it) are left out."""
+        import numpy as np
+        records = np.zeros((CLOCK_SLOTS, 2), dtype=np.uint64)
+        driver.copy_to_host(records, self.clocks)
+        nanoseconds, cycles = records[:min(count, CLOCK_SLOTS)].T.astype(np.float64)
+        return [1000.0 * c / ns for ns, c in zip(nanoseconds, cycles) if ns > 0 and c > 0]
 
     def empty(self, stream: int) -> None:
         self.empty_launcher.launch(self.empty_config, 1, 1, 1, stream)
@@ -101,6 +126,7 @@ class TimingKernels:
     def close(self) -> None:
         driver.free_quietly(self.flush_buffer)
         driver.free_quietly(self.sink)
+        driver.free_quietly(self.clocks)
 
 
 def sample_count(budget_ms: float, estimate_ms: float) -> int:
@@ -127,18 +153,20 @@ def estimate_ms(launch: Callable[[int], None], stream: int) -> float:
 def pair_samples(stream: int, kernels: TimingKernels, inside: Callable[[int], None],
                  count: int, per_batch: int = BATCH,
                  before: Callable[[int], None] | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> list[float]:
+                 progress: Callable[[int, int], None] | None = None,
+                 record_clock: bool = False) -> list[float]:
     """`count` event pairs around `inside(stream)`, in microseconds.
 
     `before(stream)`, if given, is queued ahead of each pair (the L2 flush).
-    Pairs are queued in batches of `per_batch`, each behind a spin kernel.
+    Pairs are queued in batches of `per_batch`, each behind a spin kernel,
+    which records the SM clock in slot i for batch i when `record_clock`.
     """
     pairs = [(driver.create_event(), driver.create_event()) for _ in range(count)]
     spin_ns = FIRST_SPIN_NS
     try:
         for first in range(0, count, per_batch):
             batch = pairs[first:first + per_batch]
-            kernels.spin(stream, spin_ns)
+            kernels.spin(stream, spin_ns, first // per_batch if record_clock else None)
             queued_at = time.perf_counter_ns()
             for start, end in batch:
                 if before:
@@ -205,10 +233,16 @@ def time_kernel(launch: Callable[[int], None], stream: int, kernels: TimingKerne
     estimate = estimate_ms(launch, stream)
     for _ in range(sample_count(options.warmup_ms, estimate)):
         launch(stream)
-    offset = None if options.raw_events else event_offset_us(stream, kernels)
-    samples = pair_samples(stream, kernels, launch, sample_count(options.rep_ms, estimate),
+    offset = None
+    if not options.raw_events:
+        if kernels.event_offset_us is None:
+            kernels.event_offset_us = event_offset_us(stream, kernels)
+        offset = kernels.event_offset_us
+    count = sample_count(options.rep_ms, estimate)
+    samples = pair_samples(stream, kernels, launch, count,
                            before=kernels.flush if options.l2 == "cold" else None,
-                           progress=progress)
+                           progress=progress, record_clock=True)
     # A kernel cannot take less than nothing; only noise could take a sample there.
     subtract = offset or 0.0
-    return Timed([max(0.0, sample - subtract) for sample in samples], offset)
+    return Timed([max(0.0, sample - subtract) for sample in samples], offset,
+                 kernels.read_clocks(math.ceil(count / BATCH)))

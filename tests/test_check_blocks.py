@@ -193,3 +193,48 @@ def test_boxes_cover_the_array_in_flat_order(shape, size):
         assert part.tolist() == list(range(start, stop)) and 0 < stop - start <= max(size, 1)
         covered.extend(part.tolist())
     assert covered == list(range(flat.size))
+
+
+def expected_everywhere(monkeypatch, shape, dtype, expect, inputs, input_types=None,
+                        **options):
+    """expected_for's blocks joined, the same for one block of everything and for
+    each of SIZES; returns (the Expected, its values as one flat array)."""
+    from cubinrun.check import expected_for
+    spec = Check("out", expect=parse_expr(expect, arrays=True), **options)
+    joined = []
+    for size in [int(np.prod(shape)) + 1, *SIZES]:
+        monkeypatch.setattr(check_module, "CHUNK", size)
+        expected = expected_for(spec, shape, T[dtype], inputs, {}, input_types)
+        joined.append(np.concatenate([b.reshape(-1) for b in expected.blocks()]))
+    assert all(j.tobytes() == joined[0].tobytes() and j.dtype == joined[0].dtype
+               for j in joined[1:])
+    return expected, joined[0]
+
+
+def test_expected_outputs_for_the_reproducer_in_blocks(monkeypatch):
+    x = np.linspace(-3, 3, 50).astype(np.float32)
+    expected, values = expected_everywhere(monkeypatch, (50,), "fp32", "x * 2", {"x": x},
+                                           rtol=1e-6)
+    assert expected.mode == "close" and values.dtype == np.float64
+    assert np.array_equal(values, x.astype(np.float64) * 2) and expected.rtol == 1e-6
+    # integers: wrapped into the output's type, compared as bits
+    i = np.array([2 ** 31 - 1, 7, -2 ** 31] * 7, np.int32)
+    expected, values = expected_everywhere(monkeypatch, (21,), "i32", "i + 1", {"i": i})
+    assert expected.mode == "bits" and values.dtype == np.int32
+    assert np.array_equal(values, i + np.int32(1))
+    # exact floats: rounded into the dtype (fp8e4b15 by its own encoding); a scalar reference
+    expected, values = expected_everywhere(monkeypatch, (3, 5), "fp16", "1 / 3", {},
+                                           exact=True, nan_ok=True)
+    assert expected.mode == "bits" and expected.nan_ok
+    assert values.tobytes() == np.full(15, 1 / 3, np.float16).tobytes()
+    b15 = encode_fp8e4b15(np.linspace(-1.5, 1.5, 40))
+    _, values = expected_everywhere(monkeypatch, (40,), "fp8e4b15", "b / 2", {"b": b15},
+                                    {"b": T["fp8e4b15"]}, exact=True)
+    assert values.tobytes() == encode_fp8e4b15(np.linspace(-1.5, 1.5, 40) / 2).tobytes()
+
+
+def test_expected_outputs_of_broadcast_inputs(monkeypatch):
+    row, column = np.linspace(0, 1, 7), np.arange(5.0).reshape(5, 1)
+    _, values = expected_everywhere(monkeypatch, (5, 7), "fp64", "row + column",
+                                    {"row": row, "column": column})
+    assert np.array_equal(values, (row + column).reshape(-1))

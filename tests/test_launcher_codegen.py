@@ -19,6 +19,8 @@ CASES = {
     "vector_add": (["*fp32", "*fp32", "*fp32", "i32"], 0),
     "mixed_scratch2": (["i1", "u64", "fp16", "bf16", "fp64", "*kbf16", "*fp8e4nv", "nvTmaDesc"], 2),
     "no_params_scratch1": ([], 1),
+    "structs": (["struct[i32,fp32,*kfp32,*fp32]", "fp32x4", "struct[i8,i16[3],fp64]",
+                 "*fp64"], 0),
 }
 
 
@@ -51,6 +53,17 @@ def test_one_conversion_line_per_parameter():
     # ... a tensor map, a buffer that may change between calls, is read every time
     assert re.findall(r"^  if \((to_\w+)\(kernel_args\[(\d)\], (\d), &p(\d)\) < 0\) return NULL;$",
                       source, re.M) == [("to_tma_desc", "3", "3", "3")]
+
+
+def test_a_struct_is_aligned_bytes_filled_from_a_bytes_object():
+    source = generate_source(["struct[i8,fp64]", "fp32x4", "i32"])
+    assert re.search(r"^  _Alignas\(8\) unsigned char p0\[16\]; /\* struct\[i8,fp64\] \*/$",
+                     source, re.M)
+    assert re.search(r"^  _Alignas\(16\) unsigned char p1\[16\]; /\* fp32x4 \*/$", source, re.M)
+    assert re.findall(r"^  if \(to_blob\(kernel_args\[(\d)\], (\d), p(\d), (\d+)\) < 0\) "
+                      r"return NULL;$", source, re.M) == [("0", "0", "0", "16"), ("1", "1", "1", "16")]
+    with pytest.raises(ValueError, match=r"unknown launcher parameter type 'struct\[f33\]'"):
+        generate_source(["struct[f33]"])
 
 
 def test_module_names_differ_by_signature_and_scratch():

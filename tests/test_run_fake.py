@@ -6,15 +6,15 @@ others fail with exit code 1, and everything around the GPU is exercised."""
 from __future__ import annotations
 
 import ctypes
-import itertools
 import json
+import re
 import time
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pytest
 from fakecuda import fake_driver_env
+from fakecuda.device import FakeDevice
 
 from cubinrun import capacity, check, driver, hostdata, transfer
 from cubinrun.buffers import make_host_arrays
@@ -26,94 +26,6 @@ from cubinrun.spec import load_spec, parse_overrides
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
 SUCCESS = 0
-
-
-class FakeDevice:
-    """Answers cuda.bindings driver calls by name, like an H200 would.
-
-    Its clock: an event pair reads EVENT_OFFSET_US plus KERNEL_US for every
-    launch the fake libcuda took between the two records, like a real pair
-    around back-to-back launches (bench/event_offset.py)."""
-
-    ATTRIBUTES = {"COMPUTE_CAPABILITY_MAJOR": 9, "COMPUTE_CAPABILITY_MINOR": 0,
-                  "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 232448, "MULTIPROCESSOR_COUNT": 132,
-                  "L2_CACHE_SIZE": 1 << 20, "CLOCK_RATE": 1980000,
-                  "MEMORY_CLOCK_RATE": 3201000, "GLOBAL_MEMORY_BUS_WIDTH": 6144}
-
-    EVENT_OFFSET_US = 2.0
-    KERNEL_US = 3.0
-    TOTAL_MEMORY = 141 << 30
-
-    def __init__(self, launches: Callable[[], int]):
-        self.launches = launches            # how many launches the fake libcuda took
-        self.recorded: dict[int, int] = {}
-        self.memory: dict[int, ctypes.Array] = {}
-        self.calls: list[str] = []
-        self.events = itertools.count(1)
-        self.function_attributes: dict[str, int] = {}
-        self.free_memory = self.TOTAL_MEMORY
-
-    def __call__(self, name: str, *args, context: str = ""):
-        self.calls.append(name)
-        return getattr(self, name)(*args)
-
-    def cuInit(self, flags): return None
-    def cuDeviceGetCount(self): return 1
-    def cuDeviceGet(self, ordinal): return ordinal
-    def cuDeviceGetName(self, length, handle): return b"Fake H200\0\0"
-    def cuDevicePrimaryCtxRetain(self, handle): return 1
-    def cuCtxSetCurrent(self, context): return None
-
-    def cuDeviceGetAttribute(self, attribute, handle):
-        return self.ATTRIBUTES.get(attribute.name.removeprefix("CU_DEVICE_ATTRIBUTE_"), 1)
-
-    def cuModuleLoadData(self, image): return 7
-    def cuModuleGetFunction(self, module, name): return 0xF00D
-
-    def cuFuncGetAttribute(self, attribute, function):
-        key = attribute.name.removeprefix("CU_FUNC_ATTRIBUTE_")
-        return {"MAX_THREADS_PER_BLOCK": 1024, "NUM_REGS": 24}.get(key, 0)
-
-    def cuFuncSetAttribute(self, function, attribute, value):
-        self.function_attributes[attribute.name.removeprefix("CU_FUNC_ATTRIBUTE_")] = value
-
-    def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, function, threads, shared):
-        return 2
-
-    def cuMemAlloc(self, nbytes):
-        buffer = (ctypes.c_char * (nbytes + 256))()
-        address = -(-ctypes.addressof(buffer) // 256) * 256     # cuMemAlloc's alignment
-        self.memory[address] = buffer
-        return address
-
-    def cuMemFree(self, pointer): del self.memory[pointer]
-    def cuMemHostAlloc(self, nbytes, flags): return self.cuMemAlloc(nbytes)
-    def cuMemFreeHost(self, pointer): del self.memory[pointer]
-    def cuMemGetInfo(self): return self.free_memory, self.TOTAL_MEMORY
-    def cuMemcpyHtoD(self, dst, src, n): ctypes.memmove(dst, src, n)
-    def cuMemcpyDtoH(self, dst, src, n): ctypes.memmove(dst, src, n)
-    def cuMemcpyHtoDAsync(self, dst, src, n, stream): ctypes.memmove(dst, src, n)
-    def cuMemcpyDtoHAsync(self, dst, src, n, stream): ctypes.memmove(dst, src, n)
-    def cuMemsetD8Async(self, dst, byte, n, stream): ctypes.memset(dst, byte, n)
-    def cuMemsetD16Async(self, dst, value, n, stream): self._fill(dst, ctypes.c_uint16, value, n)
-    def cuMemsetD32Async(self, dst, value, n, stream): self._fill(dst, ctypes.c_uint32, value, n)
-
-    @staticmethod
-    def _fill(dst, ctype, value, n):
-        np.ctypeslib.as_array((ctype * n).from_address(dst))[:] = value
-
-    def cuStreamCreate(self, flags): return 0x5
-    def cuStreamDestroy(self, stream): return None
-    def cuStreamSynchronize(self, stream): return None
-    def cuEventCreate(self, flags): return next(self.events)
-    def cuEventSynchronize(self, event): return None
-    def cuEventRecord(self, event, stream): self.recorded[event] = self.launches()
-
-    def cuEventElapsedTime(self, start, end):
-        launches = self.recorded[end] - self.recorded[start]
-        return (self.EVENT_OFFSET_US + launches * self.KERNEL_US) / 1000.0
-
-    def cuEventDestroy(self, event): return None
 
 
 VECTOR_ADD_PARAMS = [8, 8, 8, 4]         # the fake records this many bytes per parameter
@@ -207,9 +119,6 @@ def test_a_device_that_is_not_there_is_a_usage_error(device, capsys):
 
 
 def test_check_expect_names_tuple_elements(device, capsys):
-    from cubinrun.buffers import make_host_arrays
-    from cubinrun.plan import make_plan
-    from cubinrun.spec import load_spec, parse_overrides
     path = CONFIGS / "vector_add_tuple.yaml"
     code, out, _ = run_cli(capsys, "launch", "--json", "--no-bench", path, "--set", "N=4096")
     assert code == 1                                    # no kernel runs here: out stays zero
@@ -251,7 +160,7 @@ def test_big_shared_memory_is_opted_in(device, fake_libcuda, capsys):
 def test_shared_memory_over_the_limit_names_the_field(device, capsys):
     code, _, err = run_cli(capsys, "launch", CONFIGS / "smem_big.yaml", "--set", "CHUNK=60000")
     assert code == 2
-    assert "smem_big.yaml: launch.shared: 240000 bytes" in err.strip().splitlines()[-1]
+    assert re.search(r"smem_big.yaml:\d+: launch.shared: 240000 bytes", err.strip().splitlines()[-1])
 
 
 def test_scratch_is_allocated_per_cta_and_passed_last(device, fake_libcuda, capsys):
@@ -303,6 +212,15 @@ def test_without_a_driver_launch_and_props_end_with_exit_4(capsys, monkeypatch):
         assert err.count("\n") == 1 and err.startswith("error: no NVIDIA driver found")
 
 
+def test_a_launch_takes_device_values_from_its_device(device, fake_libcuda, capsys, tmp_path):
+    text = (CONFIGS / "vector_add.yaml").read_text().replace("../kernels/", f"{REPO}/kernels/")
+    spec = tmp_path / "persistent.yaml"
+    spec.write_text(text.replace("grid: [cdiv(N, BLOCK)]", "grid: [min(sm_count, cdiv(N, BLOCK))]"))
+    code, out, err = run_cli(capsys, "launch", "--json", spec, "--no-bench")
+    assert json.loads(out)["grid"] == [132, 1, 1]           # the fake device's 132 SMs
+    assert fake_libcuda.launches()[0].grid == (132, 1, 1)
+
+
 # ---------------------------------------------------------------- data at scale
 # Inputs made into pinned staging slots and copied, outputs checked and saved
 # slot by slot, constant buffers set by a memset, refusals before anything is
@@ -334,8 +252,10 @@ def vector_add(device, fake_libcuda, monkeypatch):
             np.add(view(x), view(y), out=view(out))
             for i, v in wrong.items():
                 view(out)[i] = v
+            device.play(done[0], view(x), view(y), view(out))
     monkeypatch.setattr(device, "cuStreamSynchronize", synchronize)
     device.wrong = wrong
+    device.play = lambda run, x, y, out: None       # more of the kernel, by launch number
     return device
 
 
@@ -358,8 +278,9 @@ def test_the_check_passes_through_many_slots_and_reports_its_stages(vector_add, 
     assert set(report["stages_s"]) == {"init", "upload", "launch", "download", "check"}
     assert all(seconds >= 0 for seconds in report["stages_s"].values())
     calls = vector_add.calls
-    # x and y copied in slots of 4096 floats; out (zeros) set by one memset of 4-byte zeros
-    assert calls.count("cuMemcpyHtoDAsync") == 2 * -(-BIG_N // 4096)
+    # x and y copied in slots of 4096 floats, and two guard bands per buffer on the same
+    # stream; out (zeros) set by one memset of 4-byte zeros
+    assert calls.count("cuMemcpyHtoDAsync") == 2 * -(-BIG_N // 4096) + 2 * 3
     assert calls.count("cuMemsetD32Async") == 1 and "cuMemcpyHtoD" not in calls
     assert calls.count("cuMemcpyDtoHAsync") == -(-BIG_N // 4000)     # whole blocks per slot
     assert not vector_add.memory                                   # pinned slots freed too
@@ -413,9 +334,38 @@ def test_a_spec_that_cannot_fit_the_device_is_refused_before_allocating(
     device.free_memory = free
     monkeypatch.setattr(type(device), "TOTAL_MEMORY", total)
     exit_code, _, err = run_cli(capsys, "launch", CONFIGS / "vector_add.yaml", "--no-bench")
-    assert exit_code == code and "the buffers and scratch need 12.00 MiB" in err
+    # 3 buffers of 4 MiB, each with its two guard bands rounded up to 2 MiB pages
+    assert exit_code == code and "the buffers and scratch need 18.00 MiB" in err
     assert words in err and err.count("\n") == 1
     assert "cuMemAlloc" not in device.calls
+
+
+def test_repeat_makes_the_inputs_again_and_compares_slot_by_slot(vector_add, monkeypatch,
+                                                                  capsys):
+    def play(run, x, y, out):
+        x[0] += 1                       # the same in every run only if x is uploaded again
+        if run == 3:
+            out[[17, BIG_N - 1]] = 5.0  # two slots apart
+    vector_add.play = play
+    copies = []                         # synchronous copies to the host, in bytes
+    copy = vector_add.cuMemcpyDtoH
+    monkeypatch.setattr(vector_add, "cuMemcpyDtoH",
+                        lambda dst, src, n: copies.append(n) or copy(dst, src, n))
+    code, out, _ = run_cli(capsys, "launch", "--json", "--no-bench", CONFIGS / "vector_add.yaml",
+                           "--set", f"N={BIG_N}", "--repeat", "4")
+    report = json.loads(out)
+    assert code == 1 and report["check"]["outputs"]["out"]["passed"] is True
+    x, y, _ = make_host_arrays(make_plan(load_spec(CONFIGS / "vector_add.yaml",
+                                                   parse_overrides([f"N={BIG_N}"]))))
+    assert report["repeat"]["disagreements"] == [{
+        "buffer": "out", "runs_differing": 1, "first_run": 3, "first_index": [17],
+        "elements_differing": 2, "run1_value": float(x[17] + y[17]), "value": 5.0}]
+    # x and y made again into the slots before every run (13 slots each); guard bands once
+    assert vector_add.calls.count("cuMemcpyHtoDAsync") == 4 * 2 * 13 + 2 * 3
+    # no buffer ever whole on the host: only guard bands and the two differing slots
+    # (with run 1's copy of each) come back outside the staging slots
+    assert sorted(copies) == [256] * 6 + [4 * (BIG_N % 4096)] * 2 + [transfer.SLOT_BYTES] * 2
+    assert not vector_add.memory
 
 
 def test_host_need_counts_only_what_is_kept_whole():

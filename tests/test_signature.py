@@ -40,13 +40,18 @@ def test_unknown_types_name_the_parameter(text, fragment):
     assert err.value.field == "signature.bad"
 
 
-def test_non_identifier_names_and_empty_signature():
+def test_non_identifier_names_non_mappings_and_empty_tuples():
     with pytest.raises(SpecError, match="not an identifier"):
         parse_signature({"1x": "i32"})
     with pytest.raises(SpecError, match="mapping"):
-        parse_signature({})
+        parse_signature(None)
     with pytest.raises(SpecError, match="empty tuple"):
         parse_signature({"t": []})
+
+
+def test_a_kernel_without_parameters_has_an_empty_signature():
+    for sig in (parse_signature({}), parse_compact(""), parse_compact("  ")):
+        assert sig.params == () and expand(sig) == []
 
 
 def test_constexpr_is_not_passed_and_tuples_flatten_in_order():

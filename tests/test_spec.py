@@ -105,7 +105,7 @@ def test_errors_name_file_field_and_line(write_spec):
     (("  num_warps: 4", "  num_warps: 4\n  shared: -1"), "launch.shared", "must be >= 0"),
     (("  num_warps: 4", "  num_warps: 4\n  pdl: yes please"), "launch.pdl", "true or false"),
     (("  num_warps: 4", "  num_warps: 4\n  warps: 4"), "launch.warps", "unknown key"),
-    (("  num_warps: 4", "  num_ctas: 32"), "launch.num_ctas", "exceeds the hardware maximum"),
+    (("  num_warps: 4", "  num_ctas: 32"), "launch.num_ctas", "must be <= 16 (the largest cluster)"),
     (("  num_warps: 4", "  num_ctas: 2\n  cluster: [2]"), "launch.cluster", "either num_ctas or cluster"),
     (("  num_warps: 4", "  global_scratch: {size: 64, align: 3}"), "launch.global_scratch.align",
      "power of two"),
@@ -155,9 +155,58 @@ def test_vars_may_name_vars_and_scalar_args_and_cycles_are_errors(write_spec):
     assert "circular definition" in str(err)
 
 
-def test_a_var_and_a_scalar_arg_may_not_share_a_name(write_spec):
-    err = spec_error(write_spec, EXAMPLE.replace("  BLOCK: 1024\n", "  BLOCK: 1024\n  n: 3\n"))
-    assert "both a var and a scalar argument" in str(err)
+SHARED_NAME = EXAMPLE.replace("  N: 1048576\n", "  n: 4096\n").replace("[N]", "[n]") \
+                   .replace("  n: N\n", "  n: n\n").replace("cdiv(N,", "cdiv(n,") \
+                   .replace("12 * N", "12 * n")
+
+
+def test_a_scalar_arg_named_like_a_var_takes_its_value_and_set_reaches_it(write_spec):
+    spec = load_spec(write_spec(SHARED_NAME))
+    assert spec.vars["n"] == 4096 and spec.scalars["n"] == 4096
+    assert [a.value for a in spec.args if isinstance(a, ScalarArg)] == [4096]
+    spec = load_spec(write_spec(SHARED_NAME), parse_overrides(["n=1000"]))
+    assert spec.scalars["n"] == 1000 and spec.buffers["x"].shape == (1000,) and spec.grid[0] == 1
+    err = spec_error(write_spec, SHARED_NAME, parse_overrides(["n=2**40"]))
+    assert err.field == "--set n" and "i32" in str(err)
+
+
+def test_a_scalar_arg_named_like_a_var_must_not_give_another_value(write_spec):
+    err = spec_error(write_spec, SHARED_NAME.replace("  n: n\n", "  n: 2 * n\n"))
+    assert err.field == "args.n" and err.line == 16
+    assert "takes the var's value: write `n: n`" in str(err)
+
+
+def test_vars_fill_braces_in_the_kernel_path_and_options(write_spec, tmp_path):
+    (tmp_path / "k_128.cubin").write_bytes((tmp_path / "k.cubin").read_bytes())
+    text = EXAMPLE.replace("cubin: k.cubin", "cubin: k_{BLOCK}.cubin")
+    spec = load_spec(write_spec(text), parse_overrides(["BLOCK=128"]))
+    assert spec.kernel.path == tmp_path / "k_128.cubin"
+    err = spec_error(write_spec, text)
+    assert err.field == "kernel.cubin" and "k_1024.cubin" in str(err)
+    source = (EXAMPLE.replace("cubin: k.cubin", "source: k.cu\n  options: ['-DBLOCK={BLOCK}', "
+                                                 "'-DHALF={H}', '{x}']")
+              .replace("  BLOCK: 1024\n", "  BLOCK: 1024\n  H: BLOCK / 4 + 0.5\n"))
+    (tmp_path / "k.cu").write_text("")
+    err = spec_error(write_spec, source)
+    assert err.field == "kernel.options[2]" and "{x} names no var (vars: N, BLOCK, H)" in str(err)
+    spec = load_spec(write_spec(source.replace(", '{x}'", "")), parse_overrides(["BLOCK=64"]))
+    assert spec.kernel.options == ("-DBLOCK=64", "-DHALF=16.5")
+
+
+def test_kernel_arch_is_a_target_for_compiled_kinds_only(write_spec, tmp_path):
+    (tmp_path / "k.cu").write_text("")
+    source = EXAMPLE.replace("cubin: k.cubin", "source: k.cu\n  arch: sm_90a")
+    assert load_spec(write_spec(source)).kernel.arch == "sm_90a"
+    err = spec_error(write_spec, source.replace("sm_90a", "hopper"))
+    assert err.field == "kernel.arch" and "such as sm_90" in str(err)
+    err = spec_error(write_spec, EXAMPLE.replace("  name: add_kernel", "  name: add_kernel\n"
+                                                                       "  arch: sm_90"))
+    assert err.field == "kernel.arch" and "only `source:` and `ptx:`" in str(err)
+
+
+def test_the_spec_may_hold_a_sweep_for_the_runner(write_spec):
+    spec = load_spec(write_spec(EXAMPLE + "sweep:\n  N: pow2(10, 12)\n"))
+    assert spec.vars["N"] == 1048576          # the loader evaluates one point; runs/ expands
 
 
 SCALARS_SPEC = """\
@@ -318,6 +367,8 @@ grid: [cdiv(N, 1024)]
 @pytest.mark.parametrize("version, leaves", [
     ("3.4.0", 9),    # base, 2 shapes, 2 strides, (no padding flag), 2 shapes, 2 strides
     ("3.5.1", 10),   # ... with the padding flag
+    ("3.7.1", 11),   # ... and round_f32_to_tf32
+    ("3.9.0", 11),
 ])
 def test_decomposed_tensordesc_padding_flag_follows_the_triton_version(tmp_path, version, leaves):
     entry = TRITON / version / "add_kernel" / "add_kernel.json"

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from test_run_fake import FakeDevice
+from fakecuda.device import FakeDevice
 
 from cubinrun import driver, transfer
 from cubinrun.parallel import submit
@@ -100,3 +100,20 @@ def test_download_hands_over_each_range_once_in_order(fake):
     staging.close()
     assert [(a, b) for a, b, _ in got] == ranges
     assert np.array_equal(np.concatenate([v for _, _, v in got]), np.arange(count))
+
+
+def test_ordered_results_come_in_order_with_few_made_ahead():
+    from cubinrun.parallel import ordered
+    made, ahead = [], 3
+
+    def task(k: int) -> int:
+        made.append(k)
+        time.sleep(0.001 * (k % 3))            # finishing out of order
+        return k
+    got = []
+    for value in ordered((lambda k=k: task(k) for k in range(40)), ahead=ahead):
+        assert len(made) <= len(got) + ahead    # never more than `ahead` beyond the reader
+        got.append(value)
+    assert got == list(range(40))
+    with pytest.raises(ZeroDivisionError):      # an error surfaces in its place
+        list(ordered((lambda k=k: 1 // (k - 5) for k in range(10)), ahead=ahead))

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .common import console, current_arch, existing, json_option
+from .common import console, current_arch, existing, force_option, json_option, write_output
 
 
 @click.command()
@@ -48,14 +48,23 @@ def compile_command(source, arch, output, defines, include_dirs, options, name_e
     from pathlib import Path
 
     from ..binary.nvrtc import compile_cuda
+    from ..errors import UsageError
     path = existing(source)
     arch = arch or current_arch()
     macros = dict(d.split("=", 1) if "=" in d else (d, None) for d in defines)
-    compiled = compile_cuda(path.read_text(), name=str(path), arch=arch, options=options,
+    from ..inputs import read_bounded
+    from ..limits import MAX_SOURCE_BYTES
+    source_bytes = read_bounded(path, MAX_SOURCE_BYTES, "CUDA source")
+    out = Path(output) if output else path.with_suffix(f".{arch}.cubin")
+    if not out.parent.is_dir():          # said before compiling, not after
+        raise UsageError(f"-o {out}: no folder {out.parent}")
+    compiled = compile_cuda(source_bytes, name=str(path), arch=arch, options=options,
                             defines=macros, include_dirs=include_dirs,
                             name_expressions=name_expressions)
-    out = Path(output) if output else path.with_suffix(f".{arch}.cubin")
-    out.write_bytes(compiled.cubin)
+    try:
+        out.write_bytes(compiled.cubin)
+    except OSError as exc:
+        raise UsageError(f"cannot write {out}: {exc.strerror}") from None
     if compiled.log.strip():
         sys.stderr.write(compiled.log.rstrip() + "\n")
     for expression, lowered in compiled.lowered_names.items():
@@ -67,19 +76,20 @@ def compile_command(source, arch, output, defines, include_dirs, options, name_e
 @click.argument("path", metavar="FILE.cubin", type=click.Path(dir_okay=False))
 @click.option("--kernel", "kernel_name", metavar="NAME", help="Which kernel (default: the only one).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the spec to a file.")
-def init(path, kernel_name, output):
-    """Write a starter spec from what a cubin says (types need a human: see the TODOs)."""
+@force_option
+def init(path, kernel_name, output, force):
+    """Write a starter spec from what a cubin says (types are guesses: see the comments)."""
     from pathlib import Path
 
     from ..binary.cubin import load_cubin
-    from ..starter import starter_spec
+    from ..starter import pick_kernel, starter_spec
     cubin = existing(path)
     info = load_cubin(cubin)
     target = Path(output) if output else None
-    text = starter_spec(info, info.kernel(kernel_name), cubin,
+    text = starter_spec(info, pick_kernel(info, kernel_name), cubin,
                         target.parent if target else Path.cwd())
     if target:
-        target.write_text(text)
+        write_output(output, text, force)
         sys.stderr.write(f"wrote {target}\n")
     else:
         sys.stdout.write(text)

@@ -9,13 +9,22 @@ set_option = click.option("--set", "overrides", multiple=True, metavar="NAME=VAL
                           help="Override a var of the spec (repeatable).")
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print one JSON document on stdout and nothing else there.")
-device_option = click.option("--device", type=int, default=None, metavar="N",
+device_option = click.option("--device", type=click.IntRange(0, 2**31 - 1), default=None,
+                             metavar="N",
                              help="CUDA device ordinal (default 0).")
+force_option = click.option("--force", is_flag=True, help="Overwrite the -o file if it exists.")
 
 
 def console(stderr: bool = False):
     from rich.console import Console
-    return Console(stderr=stderr, highlight=False)
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich exits with 1 here, the code of a failed check: let the
+            # command decide (launch keeps its run's code, others exit 0).
+            raise BrokenPipeError
+
+    return _Console(stderr=stderr, highlight=False)
 
 
 def existing(path: str) -> Path:
@@ -35,3 +44,35 @@ def current_arch() -> str:
         return driver.get_device(0).arch
     except CudaError as exc:
         raise UsageError(f"no GPU to target ({exc}); pass --arch, e.g. --arch sm_90") from None
+
+
+def write_output(path: str, text: str, force: bool) -> None:
+    """`-o FILE`: a file that exists is kept unless --force; failures are one line."""
+    from ..errors import UsageError
+    try:
+        with open(path, "w" if force else "x", encoding="utf-8") as f:
+            f.write(text)
+    except FileExistsError:
+        raise UsageError(f"{path} exists; pass --force to overwrite it") from None
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def one_run(spec_path: str, overrides: tuple[str, ...], device: int | None):
+    """The spec at exactly one point, for commands that run or write one launch
+    (profile, repro): (Spec, its overrides as NAME=VALUE words). A spec whose
+    sweep has several points is a usage error asking for --set; device values
+    come from device `device` (0), read only if the spec names one."""
+    from ..errors import UsageError
+    from ..props import device_values_of
+    from ..runs.expand import expand, point_text
+    from ..spec import load_spec, parse_overrides
+    tasks = expand([spec_path], parse_overrides(overrides))
+    task = tasks[0]
+    if task.error is not None:
+        raise task.error
+    if len(tasks) > 1:
+        raise UsageError(f"{spec_path}: its sweep has {len(tasks)} points and this command runs "
+                         f"one: pick it with --set (e.g. {point_text(task.point)})")
+    spec = load_spec(spec_path, task.overrides, device=device_values_of(device or 0))
+    return spec, tuple(f"{k}={v}" for k, v in task.overrides.items())

@@ -1,16 +1,71 @@
-"""`cubinrun launch`: one spec, on the GPU or as a dry run."""
+"""`cubinrun launch`: one or many specs (files, folders, sweeps, --axis), on
+the GPU or as a dry run, with result files, plots and a baseline gate.
+
+One run keeps the single-spec behaviour exactly: it runs in this process
+(CUDA starting on a thread while the spec is read), prints the full report
+or the section-2 JSON, and an error ends as one line. Several runs go to a
+worker process (runs.executor) that starts CUDA once; each error becomes a
+line on stderr and a row of the final table, and the exit code is the most
+severe of all runs. Guard bands and `--repeat` travel in RunOptions to
+wherever the runs execute; `--sanitize` runs every run in turn under
+compute-sanitizer instead (runs.sanitized), one cubinrun process each.
+"""
 from __future__ import annotations
 
 import sys
+import time
+from dataclasses import dataclass
 
 import click
 
+from ..limits import MAX_REPEAT
 from .common import console, device_option, json_option, set_option
+from .sanitize import TOOLS, optional_tool
 
 
-@click.command()
-@click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False))
+@dataclass(frozen=True)
+class LaunchArgs:
+    specs: tuple[str, ...]
+    overrides: tuple[str, ...]
+    axes: tuple[str, ...]
+    device: int | None
+    as_json: bool
+    dry_run: bool
+    warmup: float | None
+    rep: float | None
+    l2: str | None
+    no_bench: bool
+    raw_events: bool
+    arch: str | None
+    fail_fast: bool
+    jsonl: str | None
+    csv: str | None
+    markdown: str | None
+    junit: str | None
+    samples: bool
+    plot: str | None
+    baseline: str | None
+    threshold: str
+    ignore_device: bool
+    props: str | None = None
+    guard: bool = True
+    repeat: int = 1
+    sanitize: str | None = None             # a compute-sanitizer tool
+
+
+class _LaunchCommand(click.Command):
+    """`--sanitize` takes a tool only when the next word names one (SPEC... follows)."""
+
+    def parse_args(self, ctx, args):
+        return super().parse_args(ctx, optional_tool(args))
+
+
+@click.command(cls=_LaunchCommand)
+@click.argument("specs", metavar="SPEC...", nargs=-1, required=True, type=click.Path())
 @set_option
+@click.option("--axis", "axes", multiple=True, metavar="AXIS",
+              help="Sweep a var, nvbench's grammar: 'N=[1024,4096]', 'N=[2:8:2]', "
+              "'N[pow2]=[16:28:2]' (repeatable; replaces a spec's axis of that name).")
 @device_option
 @json_option
 @click.option("--dry-run", is_flag=True,
@@ -24,53 +79,316 @@ from .common import console, device_option, json_option, set_option
               help="Report event-pair times as measured, without subtracting the event "
               "pair's own offset (calibrated on an empty kernel).")
 @click.option("--arch", metavar="SM", help="Target for compiling source:/ptx: kernels in a "
-              "dry run without a GPU, e.g. sm_90.")
-def launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_bench,
-           raw_events, arch):
-    """Build the launcher, load the kernel, make the args, launch, check, time."""
+              "dry run without a GPU, e.g. sm_90 (or kernel.arch in the spec).")
+@click.option("--props", "props_file", metavar="FILE", help="Device values (sm_count, "
+              "l2_bytes, ...) for a dry run, from a saved `cubinrun props --json`; without it "
+              "--arch gives a known GPU's.")
+@click.option("--fail-fast", is_flag=True, help="Stop at the first run that does not succeed.")
+@click.option("--jsonl", metavar="PATH", help="Write one result per line as each run ends "
+              "(- for stdout).")
+@click.option("--csv", "csv_path", metavar="PATH", help="Write the results as CSV.")
+@click.option("--markdown", metavar="PATH", help="Write a Markdown table (e.g. "
+              "$GITHUB_STEP_SUMMARY).")
+@click.option("--junit", metavar="PATH", help="Write JUnit XML (check failures and "
+              "regressions are failures, spec/build/CUDA errors are errors).")
+@click.option("--samples", is_flag=True, help="Keep every timing sample in the JSON results "
+              "(timing.samples_us), for compare's rank test.")
+@click.option("--plot", metavar="PATH", help="Plot the sweep to PATH.png or PATH.svg "
+              "(needs cubinrun[plot]).")
+@click.option("--baseline", metavar="FILE", help="Compare each run with FILE's (JSON or JSONL) "
+              "as it ends; exit 5 when one is SLOWER.")
+@click.option("--threshold", default="3%", show_default=True, metavar="PCT",
+              help="With --baseline: the smallest change that counts.")
+@click.option("--ignore-device", is_flag=True,
+              help="With --baseline: compare with results from another GPU model.")
+@click.option("--no-guard", is_flag=True,
+              help="No guard bands around the buffers (they catch writes past a buffer).")
+@click.option("--repeat", type=click.IntRange(1, MAX_REPEAT), default=1, metavar="N",
+              help="Launch N times from the same inputs; fail unless every buffer is the "
+              "same bit for bit.")
+@click.option("--sanitize", type=click.Choice(TOOLS), is_flag=False, flag_value="memcheck",
+              default=None,
+              help="Run each spec once, untimed, under compute-sanitizer (memcheck when no "
+              "tool is named); any finding fails.")
+def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no_bench,
+           raw_events, arch, props_file, fail_fast, jsonl, csv_path, markdown, junit, samples,
+           plot, baseline, threshold, ignore_device, no_guard, repeat, sanitize):
+    """Build the launcher, load the kernel, make the args, launch, check, time.
+
+    SPEC may be several spec files and folders (their *.yaml); every spec and
+    every point of its sweep runs, with CUDA started once."""
     from ..errors import SpecError
+    args = LaunchArgs(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2,
+                      no_bench, raw_events, arch, fail_fast, jsonl, csv_path, markdown, junit,
+                      samples, plot, baseline, threshold, ignore_device, props_file,
+                      guard=not no_guard, repeat=repeat, sanitize=sanitize)
     try:
-        _launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_bench,
-                raw_events, arch)
+        _launch(args)
     except SpecError as error:          # found past loading (the binary, the device): locate it
-        raise error.located(file=spec_path) from None
+        if len(specs) != 1:
+            raise
+        from ..spec.locate import locate
+        raise locate(error, specs[0]) from None
 
 
-def _launch(spec_path, overrides, device, as_json, dry_run, warmup, rep, l2, no_bench,
-            raw_events, arch):
-    if dry_run:
-        return _launch_dry(spec_path, overrides, as_json, arch)
-    from ..driver import DeviceOpening
-    opening = DeviceOpening(device or 0)    # CUDA initialises while the spec and binary are read
+def _launch(args: LaunchArgs) -> None:
+    from ..runs.expand import expand
+    from ..spec import parse_overrides
+    _check_outputs(args)
+    _check_numbers(args)
+    baseline = _read_baseline(args)
+    tasks = expand(args.specs, parse_overrides(args.overrides), args.axes)
+    if args.dry_run:
+        return _dry_run(tasks, args)
+    sys.exit(_run(tasks, args, baseline))
+
+
+def _check_outputs(args: LaunchArgs) -> None:
+    from ..errors import UsageError
+    if args.jsonl == "-" and args.as_json:
+        raise UsageError("--json and --jsonl - both want stdout: give --jsonl a file")
+    stdout_files = [flag for flag, path in (("--csv", args.csv), ("--markdown", args.markdown),
+                                            ("--junit", args.junit)) if path == "-"]
+    if stdout_files and (args.as_json or args.jsonl == "-" or len(stdout_files) > 1):
+        raise UsageError(f"{stdout_files[0]} - : only one output may go to stdout")
+    if args.dry_run and any((args.jsonl, args.csv, args.markdown, args.junit, args.plot,
+                             args.baseline)):
+        raise UsageError("--dry-run writes no result files, plots or comparisons")
+    if args.props and not args.dry_run:
+        raise UsageError("--props describes a device for --dry-run; a launch reads its device")
+    if args.sanitize:
+        if args.dry_run:
+            raise UsageError("--dry-run launches nothing to sanitize")
+        if args.baseline or args.plot:
+            raise UsageError("--sanitize runs untimed: no --baseline or --plot")
+        if args.repeat > 1:
+            raise UsageError("--sanitize checks the first launch only: no --repeat")
+    if args.plot:
+        from ..results.plot import check_path, require_matplotlib
+        check_path(args.plot)
+        require_matplotlib()
+
+
+def _check_numbers(args: LaunchArgs) -> None:
+    """--arch and the timing budgets, before any spec is read."""
+    from ..errors import UsageError
+    from ..limits import MAX_BENCH_MS
+    if args.arch is not None:
+        from ..binary.nvrtc import parse_arch
+        parse_arch(args.arch)
+    for name, value in (("warmup", args.warmup), ("rep", args.rep)):
+        if value is not None and not 0 < value <= MAX_BENCH_MS:     # NaN and infinity too
+            raise UsageError(f"--{name} must be a positive number of ms up to {MAX_BENCH_MS}, "
+                             f"got {value}")
+
+
+def _read_baseline(args: LaunchArgs):
+    if not args.baseline:
+        return None
+    from ..results.compare import Baseline, parse_threshold
+    from ..results.reader import read_results
+    return Baseline(read_results(args.baseline), parse_threshold(args.threshold),
+                    args.ignore_device)
+
+
+def _run(tasks, args: LaunchArgs, baseline) -> int:
+    from ..errors import EXIT_OK, EXIT_REGRESSION
+    from ..results.writers import JsonLines
+    from ..run import RunOptions
+    from ..runs.executor import InlineExecutor, ProcessExecutor
+    from ..runs.outcome import most_severe
+    from ..runs.progress import Progress
+    single = len(tasks) == 1
+    options = RunOptions(device=args.device, warmup_ms=args.warmup, rep_ms=args.rep, l2=args.l2,
+                         bench=not args.no_bench,
+                         progress=single and not args.as_json and args.jsonl != "-",
+                         raw_events=args.raw_events,
+                         keep_samples=args.samples or baseline is not None,
+                         guard=args.guard, repeat=args.repeat)
+    started = time.perf_counter()
+    if args.sanitize:
+        from ..runs.sanitized import SanitizerExecutor
+        executor = SanitizerExecutor(args.sanitize, args.device)
+    else:
+        executor = InlineExecutor(options) if single else ProcessExecutor(options)
+    jsonl = JsonLines(args.jsonl) if args.jsonl else None
+    progress = Progress(len(tasks), enabled=None if not single else False)
+    records, results = [], []
     try:
-        _launch_on(opening, spec_path, overrides, device, as_json, warmup, rep, l2, no_bench,
-                   raw_events)
+        progress.running(tasks[0].label)
+        for position, record in enumerate(executor.run(tasks, _stopper(args.fail_fast))):
+            if baseline is not None and record.result and record.result.get("timing"):
+                comparison = baseline.compare(record.to_json())
+                record.compare = comparison.to_json()
+                if comparison.verdict == "SLOWER" and record.exit_code == EXIT_OK:
+                    record.exit_code = EXIT_REGRESSION
+            result = record.to_json()
+            if not args.samples and result.get("timing"):
+                result["timing"].pop("samples_us", None)
+            records.append(record)
+            results.append(result)
+            if jsonl:
+                jsonl.write(result)
+            progress.advance()
+            if position + 1 < len(tasks):
+                progress.running(tasks[position + 1].label)
+            if record.error and not single:
+                if record.log and record.error_type == "internal":
+                    progress.print(record.log.rstrip())
+                progress.print(record.error_line())
     finally:
-        opening.settle()                    # never exit with the driver mid-initialisation
+        progress.close()
+        executor.close()
+        if jsonl:
+            jsonl.close()
+    exit_code = most_severe(r.exit_code for r in records)
+    try:
+        _write_outputs(records, results, exit_code, len(tasks) - len(records),
+                       time.perf_counter() - started, args, single)
+        sys.stdout.flush()
+    except BrokenPipeError:             # the reader left: the runs' exit code still counts
+        from . import silence_stdout
+        silence_stdout()
+    if single and records[0].exception is not None:
+        raise records[0].exception      # one run: the error line exactly as before
+    return exit_code
 
 
-def _launch_dry(spec_path, overrides, as_json, arch):
+def _stopper(fail_fast: bool):
+    return (lambda record: record.exit_code != 0) if fail_fast else (lambda record: False)
+
+
+def _write_outputs(records, results, exit_code, not_run, wall_s, args: LaunchArgs,
+                   single: bool) -> None:
+    from ..report import print_json, render_result
+    from ..results.table import render_summary
+    from ..results.writers import csv_text, json_document, junit_text, markdown_text, \
+        summarize, write_text
+    summary = summarize(results, exit_code, not_run, wall_s)
+    if args.csv:
+        write_text(args.csv, csv_text(results))
+    if args.markdown:
+        write_text(args.markdown, markdown_text(results, summary))
+    if args.junit:
+        write_text(args.junit, junit_text(results, summary))
+    if args.plot:
+        from ..results.plot import plot_results
+        plot_results(results, args.plot)
+    if args.as_json:
+        print_json(json_document(results, summary, single=single))
+    elif args.jsonl == "-" or "-" in (args.csv, args.markdown, args.junit):
+        pass                                    # stdout carries that file
+    elif single and records[0].live is not None and args.sanitize:
+        from .sanitize import render
+        render(records[0].live, console())
+    elif single and records[0].live is not None:
+        render_result(records[0].live, console())
+        if records[0].compare:
+            _print_comparison(records[0].compare)
+    elif not single:
+        render_summary(results, summary, wide_console())
+
+
+def wide_console():
+    """stdout; in a CI log (not a terminal) wide enough that spec paths are not cut."""
+    out = console()
+    if not out.is_terminal:
+        out.width = 160
+    return out
+
+
+def _print_comparison(compare: dict) -> None:
+    text = f"vs baseline: {compare['verdict']}"
+    if compare.get("ratio") is not None:
+        text += f" {compare['ratio']:.3f}x"
+    if compare.get("low") is not None and compare.get("high") is not None:
+        text += f" (95% interval {compare['low']:.3f}-{compare['high']:.3f})"
+    if compare.get("reason"):
+        text += f"; {compare['reason']}"
+    console().print(text, markup=False)
+
+
+def _dry_run(tasks, args: LaunchArgs) -> None:
     from ..prepare import prepare
     from ..report import print_json, render_plan
-    from ..spec import load_spec, parse_overrides
-    prepared = prepare(load_spec(spec_path, parse_overrides(overrides)), arch=arch)
-    if as_json:
-        print_json(prepared.to_json())
-    else:
-        render_plan(prepared, console())
+    from ..run import check_data
+    from ..spec import load_spec
+    if len(tasks) == 1:
+        task = tasks[0]
+        if task.error is not None:
+            raise task.error
+        spec = load_spec(task.spec, task.overrides, device=_dry_device(args))
+        prepared = prepare(spec, arch=args.arch)
+        check_data(spec)
+        if args.as_json:
+            print_json(prepared.to_json())
+        else:
+            render_plan(prepared, console())
+        return
+    sys.exit(_dry_run_many(tasks, args))
 
 
-def _launch_on(opening, spec_path, overrides, device, as_json, warmup, rep, l2, no_bench,
-               raw_events):
-    from ..spec import load_spec, parse_overrides
-    spec = load_spec(spec_path, parse_overrides(overrides))
-    from ..report import print_json, render_result
-    from ..run import RunOptions, run_spec
-    options = RunOptions(device=device, warmup_ms=warmup, rep_ms=rep, l2=l2,
-                         bench=not no_bench, progress=not as_json, raw_events=raw_events)
-    result = run_spec(spec, options, opening)
-    if as_json:
-        print_json(result.to_json())
+def _dry_run_many(tasks, args: LaunchArgs) -> int:
+    """Every spec and point validated without a GPU: a table (or JSON) and the
+    most severe exit code, so CI on a CPU machine checks a whole folder."""
+    from ..errors import CubinrunError, SpecError
+    from ..prepare import prepare
+    from ..report import print_json
+    from ..run import check_data
+    from ..runs.outcome import RunRecord, most_severe
+    from ..spec import load_spec
+    from ..spec.locate import locate
+    from ..text import dims
+    rows, documents, codes = [], [], []
+    device = _dry_device(args)
+    for task in tasks:
+        try:
+            if task.error is not None:
+                raise task.error
+            spec = load_spec(task.spec, task.overrides, device=device)
+            prepared = prepare(spec, arch=args.arch)
+            check_data(spec)
+        except CubinrunError as error:
+            if isinstance(error, SpecError):
+                locate(error, task.spec)
+            record = RunRecord.failed(task, error)
+            codes.append(record.exit_code)
+            documents.append(record.to_json())
+            sys.stderr.write(record.error_line() + "\n")
+            rows.append((task.spec, _point(task), "", "", "", record.status))
+            continue
+        codes.append(0)
+        plan = prepared.to_json()
+        documents.append({"spec": task.spec, "point": dict(task.point), "exit_code": 0,
+                          "status": "ok", "plan": plan})
+        spec = prepared.plan.spec
+        rows.append((task.spec, _point(task), prepared.kernel_name, dims(spec.grid),
+                     dims(spec.block), "ok"))
+    exit_code = most_severe(codes)
+    if args.as_json:
+        print_json({"results": documents, "summary": {"runs": len(tasks), "exit_code": exit_code}})
     else:
-        render_result(result, console())
-    sys.exit(result.exit_code)
+        from rich.markup import escape
+        from rich.table import Table
+        table = Table(show_edge=False, pad_edge=False)
+        for column in ("spec", "point", "kernel", "grid", "block", "status"):
+            table.add_column(column)
+        for row in rows:
+            table.add_row(*(escape(str(c)) for c in row))
+        out = wide_console()
+        out.print(table)
+        out.print(f"{len(tasks)} runs planned, {codes.count(0)} ok; exit {exit_code}")
+    return exit_code
+
+
+def _dry_device(args: LaunchArgs):
+    """Device values for a dry run: --props FILE, else --arch's known GPU, else none."""
+    from ..spec.device_values import for_arch, from_props_file, unavailable
+    if args.props:
+        return from_props_file(args.props, args.device)
+    return for_arch(args.arch) if args.arch else unavailable()
+
+
+def _point(task) -> str:
+    from ..runs.expand import point_text
+    return point_text(task.point)

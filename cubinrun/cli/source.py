@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from .common import console, set_option
+from .common import console, force_option, set_option, write_output
 
 
 @click.command()
@@ -17,7 +17,8 @@ from .common import console, set_option
 @set_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
               help="Write the C source to a file.")
-def gen(spec_path, compact, scratch, overrides, output):
+@force_option
+def gen(spec_path, compact, scratch, overrides, output, force):
     """Print the launcher C source for a spec or a signature."""
     from ..launcher import generate_source
     from ..signature import expand, parse_compact
@@ -32,8 +33,7 @@ def gen(spec_path, compact, scratch, overrides, output):
         scratch = spec.launch.scratch_params
     source = generate_source(leaf_types, scratch)
     if output:
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(source)
+        write_output(output, source, force)
     elif sys.stdout.isatty():
         from rich.syntax import Syntax
         console().print(Syntax(source, "c", theme="ansi_dark", background_color="default"))

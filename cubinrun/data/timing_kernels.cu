@@ -21,13 +21,23 @@ extern "C" __global__ void cubinrun_l2_flush(const uint4 *buffer, unsigned long 
 
 // Spins one thread for `nanoseconds` of the GPU's global timer. Enqueued before
 // a batch of timed launches, it keeps the GPU busy while the host queues the
-// batch, so that no event pair measures the host's launch latency.
-extern "C" __global__ void cubinrun_spin(unsigned long long nanoseconds) {
-    unsigned long long start, now;
+// batch, so that no event pair measures the host's launch latency. With a
+// `clock` pointer it also stores the nanoseconds and SM cycles it spun (one SM,
+// one thread: cycles / ns is that SM's clock while the batch was timed; as
+// nvbench's timestamps kernel, but over hundreds of microseconds).
+extern "C" __global__ void cubinrun_spin(unsigned long long nanoseconds,
+                                         unsigned long long *clock) {
+    unsigned long long start, now, cycles0, cycles1;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(cycles0));
     do {
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
     } while (now - start < nanoseconds);
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(cycles1));
+    if (clock) {
+        clock[0] = now - start;
+        clock[1] = cycles1 - cycles0;
+    }
 }
 
 // Does nothing. Event pairs around 1..16 back-to-back launches of it measure

@@ -4,7 +4,9 @@ template.c is the whole launcher; this module fills its `{{NAME}}` slots with
 the module name, the constants and one line of C per kernel parameter: a
 declaration of its storage (and of its last converted value, see CONVERT in
 template.c), a call to the converter for its kind, and its place in the
-parameter array handed to cuLaunchKernelEx.
+parameter array handed to cuLaunchKernelEx. A struct, array or vector passed
+by value is an aligned byte array of its size, filled by `to_blob` from the
+bytes Python packed (packing.py), so one converter serves every struct.
 """
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ _SCALARS: dict[str, tuple[str, str]] = {
 }
 _POINTER = ("CUdeviceptr", "to_ptr")
 _TMA_DESC = ("CUtensorMap", "to_tma_desc")
+_BLOB = "to_blob"          # a struct, array or vector: its bytes, packed in Python
 _SCRATCH = ("&c->global_scratch", "&c->profile_scratch")
 
 
@@ -60,8 +63,21 @@ def _storage(leaf_type: str) -> tuple[str, str]:
     pointer = _POINTER_TYPE.fullmatch(leaf_type)
     if pointer and pointer.group(1) in ELEMENT_TYPES:
         return _POINTER
+    if (blob := _by_value(leaf_type)) is not None:
+        return f"_Alignas({blob[1]}) unsigned char", _BLOB
     raise ValueError(f"unknown launcher parameter type {leaf_type!r}; expected one of "
-                     f"{', '.join(_SCALARS)}, *T, *kT or nvTmaDesc")
+                     f"{', '.join(_SCALARS)}, *T, *kT, nvTmaDesc or a struct, array or vector")
+
+
+def _by_value(leaf_type: str) -> tuple[int, int] | None:
+    """(size, alignment) of a struct, array or vector type, else None."""
+    from ..aggregates import aggregate_of, size_align
+    from ..errors import SpecError
+    try:
+        aggregate = aggregate_of(leaf_type)
+    except SpecError:
+        return None
+    return size_align(aggregate) if aggregate is not None else None
 
 
 def _check(leaf_types: Sequence[str], num_scratch: int) -> None:
@@ -95,6 +111,11 @@ def generate_source(leaf_types: Sequence[str], num_scratch: int = 0,
             decls.append(f"  {c_type} p{k}; /* {leaf_type} */")
             conversions.append(
                 f"  if ({converter}(kernel_args[{k}], {k}, &p{k}) < 0) return NULL;")
+        elif converter == _BLOB:
+            size = _by_value(leaf_type)[0]
+            decls.append(f"  {c_type} p{k}[{size}]; /* {leaf_type} */")
+            conversions.append(
+                f"  if ({converter}(kernel_args[{k}], {k}, p{k}, {size}) < 0) return NULL;")
         else:
             decls.append(f"  {c_type} p{k}; static {c_type} last_p{k}; /* {leaf_type} */")
             conversions.append(f"  CONVERT({k}, {converter}, p{k});")

@@ -384,6 +384,27 @@ static inline int to_tma_desc(PyObject *o, int k, CUtensorMap *out) {
   return ok ? 0 : -1;
 }
 
+/* ---- structs, arrays and vectors by value ------------------------------- */
+
+/* A parameter passed by value as `size` opaque bytes: any object exposing
+   exactly that many contiguous bytes (cubinrun packs the struct in Python,
+   device addresses included), copied into storage aligned as the struct. */
+static inline int to_blob(PyObject *o, int k, void *out, Py_ssize_t size) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(o, &view, PyBUF_C_CONTIGUOUS) < 0) {
+    PyErr_Clear();
+    return type_error(k, LEAF_TYPES[k], "a bytes-like object", o);
+  }
+  int ok = view.len == size;
+  if (ok)
+    memcpy(out, view.buf, (size_t)size);
+  else
+    PyErr_Format(PyExc_ValueError, "argument %d (%s): expected %zd bytes, got %zd", k,
+                 LEAF_TYPES[k], size, view.len);
+  PyBuffer_Release(&view);
+  return ok ? 0 : -1;
+}
+
 /* ---- the last arguments, kept converted ----------------------------------- */
 
 /* Per argument slot, the last object converted when it is immutable (an exact

@@ -6,8 +6,8 @@ objects, never the YAML.
 """
 from .loader import check_scalar_value, load_spec, parse_overrides
 from .model import (Arg, Bench, BufferArg, BufferRef, Check, ConstArg, DescArg, Init,
-                    KernelRef, Launch, ScalarArg, Scratch, Spec, TupleArg)
+                    KernelRef, Launch, ScalarArg, Scratch, Spec, StructArg, TupleArg)
 
 __all__ = ["Arg", "Bench", "BufferArg", "BufferRef", "Check", "ConstArg", "DescArg", "Init",
-           "KernelRef", "Launch", "ScalarArg", "Scratch", "Spec", "TupleArg",
+           "KernelRef", "Launch", "ScalarArg", "Scratch", "Spec", "StructArg", "TupleArg",
            "check_scalar_value", "load_spec", "parse_overrides"]

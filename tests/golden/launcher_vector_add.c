@@ -25,7 +25,7 @@
 /* ABI is bumped when the calling convention changes. launch() takes
    FIXED_ARGS (config, gridX, gridY, gridZ, stream), then NUM_PARAMS kernel
    arguments; NUM_SCRATCH pointers from the Config follow them. */
-#define MODULE_NAME "cubinrun_launcher_f14ab235f24a9c88"
+#define MODULE_NAME "cubinrun_launcher_f21d4606dd9da514"
 #define ABI 1
 #define FIXED_ARGS 5
 #define NUM_PARAMS 4
@@ -380,6 +380,27 @@ static inline int to_tma_desc(PyObject *o, int k, CUtensorMap *out) {
   else
     PyErr_Format(PyExc_ValueError, "argument %d (nvTmaDesc): expected %d bytes, got %zd", k,
                  (int)sizeof *out, view.len);
+  PyBuffer_Release(&view);
+  return ok ? 0 : -1;
+}
+
+/* ---- structs, arrays and vectors by value ------------------------------- */
+
+/* A parameter passed by value as `size` opaque bytes: any object exposing
+   exactly that many contiguous bytes (cubinrun packs the struct in Python,
+   device addresses included), copied into storage aligned as the struct. */
+static inline int to_blob(PyObject *o, int k, void *out, Py_ssize_t size) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(o, &view, PyBUF_C_CONTIGUOUS) < 0) {
+    PyErr_Clear();
+    return type_error(k, LEAF_TYPES[k], "a bytes-like object", o);
+  }
+  int ok = view.len == size;
+  if (ok)
+    memcpy(out, view.buf, (size_t)size);
+  else
+    PyErr_Format(PyExc_ValueError, "argument %d (%s): expected %zd bytes, got %zd", k,
+                 LEAF_TYPES[k], size, view.len);
   PyBuffer_Release(&view);
   return ok ? 0 : -1;
 }
@@ -802,7 +823,7 @@ static PyObject *make_signature_tuple(void) {
   return t;
 }
 
-PyMODINIT_FUNC PyInit_cubinrun_launcher_f14ab235f24a9c88(void) {
+PyMODINIT_FUNC PyInit_cubinrun_launcher_f21d4606dd9da514(void) {
   if (PyType_Ready(&ConfigType) < 0)
     return NULL;
   data_ptr_name = PyUnicode_InternFromString("data_ptr");

@@ -1,0 +1,216 @@
+"""Is a run slower than its baseline, or is it noise?
+
+Runs are matched by spec, kernel and point (by the spec's file name when the
+paths differ, e.g. another checkout, as long as that is unambiguous). Each
+match gets a verdict, the ratio new / baseline of the medians and a 95%
+interval of that ratio:
+
+- With timing samples on both sides (`--samples`): the two-sided
+  Mann-Whitney U test (SciPy; google/benchmark's choice) says whether the
+  two distributions differ, and a percentile bootstrap of the ratio of
+  medians (SciPy) gives the interval.
+- With summaries only: the 95% interval of each median from its normal
+  approximation (median ± 1.96 x 1.2533 std / sqrt(n)); the difference is
+  significant when the two intervals do not overlap, and the ratio's interval
+  is the ratio of their ends.
+
+Then, with t the threshold (3% by default):
+- SLOWER: significant and the ratio above 1 + t;
+- FASTER: significant and the ratio below 1 / (1 + t);
+- SAME: the whole interval within [1 / (1 + t), 1 + t]: any change is smaller
+  than the threshold;
+- AMBIGUOUS: anything else (too noisy to say: rerun with more samples), and
+  whenever the SM clock measured during the two runs differs by more than t
+  (a throttled or boosted GPU, not the kernel).
+
+SciPy is imported only here, so only `compare` and `launch --baseline` pay
+for it.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..errors import UsageError
+from .reader import point_key
+
+DEFAULT_THRESHOLD = 0.03
+ALPHA = 0.05                 # significance level of the U test
+CONFIDENCE = 0.95
+BOOTSTRAP_RESAMPLES = 1000
+MIN_SAMPLES = 5              # fewer: no test (AMBIGUOUS)
+Z95 = 1.959964
+MEDIAN_SE = 1.2533           # sqrt(pi / 2): the median's standard error over the mean's
+
+VERDICTS = ("SAME", "FASTER", "SLOWER", "AMBIGUOUS")
+
+
+@dataclass
+class Comparison:
+    spec: str | None
+    kernel: str | None
+    point: dict
+    verdict: str                         # SAME FASTER SLOWER AMBIGUOUS, or NEW / MISSING / NO TIMING
+    ratio: float | None = None           # new median / baseline median
+    low: float | None = None             # 95% interval of the ratio
+    high: float | None = None
+    p_value: float | None = None         # Mann-Whitney U, with samples
+    method: str | None = None            # "mann-whitney" or "intervals"
+    baseline_us: float | None = None
+    new_us: float | None = None
+    reason: str = ""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def parse_threshold(text: str | float) -> float:
+    """`3%` or `0.03`."""
+    raw = str(text).strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise UsageError(f"--threshold {text!r}: expected a percentage such as 3% or a "
+                         "fraction such as 0.03") from None
+    if not raw.endswith("%") and value >= 1:
+        raise UsageError(f"--threshold {text!r}: write {raw}% for a percentage")
+    if not 0 <= value < 1:
+        raise UsageError(f"--threshold {text!r}: must be between 0% and 100%")
+    return value
+
+
+class Baseline:
+    """Baseline results, indexed for matching new ones as they come."""
+
+    def __init__(self, results: list[dict], threshold: float = DEFAULT_THRESHOLD,
+                 ignore_device: bool = False):
+        self.results, self.threshold, self.ignore_device = results, threshold, ignore_device
+        self.exact: dict[tuple, dict] = {}
+        by_name: dict[tuple, list[dict]] = {}
+        for result in results:
+            self.exact.setdefault(_key(result, result.get("spec")), result)
+            by_name.setdefault(_key(result, _name(result.get("spec"))), []).append(result)
+        self.by_name = {k: v[0] for k, v in by_name.items() if len(v) == 1}
+        self.matched: set[int] = set()
+
+    def match(self, result: dict) -> dict | None:
+        found = self.exact.get(_key(result, result.get("spec")))
+        if found is None:
+            found = self.by_name.get(_key(result, _name(result.get("spec"))))
+        if found is not None:
+            self.matched.add(id(found))
+        return found
+
+    def compare(self, result: dict) -> Comparison:
+        base = self.match(result)
+        if base is None:
+            return Comparison(result.get("spec"), result.get("kernel"), result.get("point", {}),
+                              "NEW", reason="no baseline run with this spec, kernel and point")
+        self._check_device(base, result)
+        return compare_pair(base, result, self.threshold)
+
+    def missing(self) -> list[Comparison]:
+        return [Comparison(r.get("spec"), r.get("kernel"), r.get("point", {}), "MISSING",
+                           reason="in the baseline only") for r in self.results
+                if id(r) not in self.matched]
+
+    def _check_device(self, base: dict, new: dict) -> None:
+        a, b = ((r.get("device") or {}).get("name") for r in (base, new))
+        if a and b and a != b and not self.ignore_device:
+            raise UsageError(f"the baseline ran on {a} and the new results on {b}: timings of "
+                             "different GPU models do not compare (--ignore-device to compare "
+                             "anyway)")
+
+
+def compare_results(baseline: list[dict], new: list[dict], threshold: float = DEFAULT_THRESHOLD,
+                    ignore_device: bool = False) -> list[Comparison]:
+    index = Baseline(baseline, threshold, ignore_device)
+    return [index.compare(result) for result in new] + index.missing()
+
+
+def _key(result: dict, spec: str | None) -> tuple:
+    return (spec, result.get("kernel"), point_key(result.get("point") or {}))
+
+
+def _name(spec: str | None) -> str | None:
+    return Path(spec).name if spec else None
+
+
+def compare_pair(base: dict, new: dict, threshold: float = DEFAULT_THRESHOLD) -> Comparison:
+    out = Comparison(new.get("spec"), new.get("kernel"), new.get("point", {}), "NO TIMING")
+    bt, nt = base.get("timing"), new.get("timing")
+    if not bt or not nt or not bt.get("median_us") or nt.get("median_us") is None:
+        out.reason = "a run without timing on " + ("neither side" if bt and nt else
+                                                   "the baseline side" if not bt else "the new side")
+        return out
+    out.baseline_us, out.new_us = bt["median_us"], nt["median_us"]
+    out.ratio = out.new_us / out.baseline_us
+    bs, ns = bt.get("samples_us"), nt.get("samples_us")
+    if bs and ns and len(bs) >= MIN_SAMPLES and len(ns) >= MIN_SAMPLES:
+        significant = _from_samples(bs, ns, out)
+    else:
+        significant = _from_summaries(bt, nt, out)
+    out.verdict = decide(out.ratio, out.low, out.high, significant, threshold)
+    clock = clock_change(bt, nt)
+    if clock is not None and abs(clock - 1) > threshold:
+        out.verdict = "AMBIGUOUS"
+        out.reason = (f"the SM clock moved {bt['sm_clock_mhz']:.0f} -> {nt['sm_clock_mhz']:.0f} "
+                      f"MHz ({100 * (clock - 1):+.1f}%), beyond the threshold")
+    elif out.verdict == "AMBIGUOUS":
+        out.reason = "too noisy to tell: rerun with a longer --rep" + (
+            "" if out.method == "mann-whitney" else ", or keep --samples for a rank test")
+    return out
+
+
+def decide(ratio: float, low: float | None, high: float | None, significant: bool,
+           threshold: float) -> str:
+    upper, lower = 1 + threshold, 1 / (1 + threshold)
+    if significant and ratio > upper:
+        return "SLOWER"
+    if significant and ratio < lower:
+        return "FASTER"
+    if low is not None and high is not None and lower <= low and high <= upper:
+        return "SAME"
+    return "AMBIGUOUS"
+
+
+def clock_change(bt: dict, nt: dict) -> float | None:
+    a, b = bt.get("sm_clock_mhz"), nt.get("sm_clock_mhz")
+    return b / a if a and b else None
+
+
+def _median_ratio(new, base, axis=-1):
+    import numpy as np
+    return np.median(new, axis=axis) / np.median(base, axis=axis)
+
+
+def _from_samples(base_samples, new_samples, out: Comparison) -> bool:
+    import numpy as np
+    from scipy import stats
+    base = np.asarray(base_samples, dtype=np.float64)
+    new = np.asarray(new_samples, dtype=np.float64)
+    out.method = "mann-whitney"
+    out.ratio = float(np.median(new) / np.median(base))
+    out.p_value = float(stats.mannwhitneyu(new, base, alternative="two-sided").pvalue)
+    batch = max(1, 2_000_000 // (len(base) + len(new)))      # bounds the bootstrap's memory
+    interval = stats.bootstrap((new, base), _median_ratio, n_resamples=BOOTSTRAP_RESAMPLES,
+                               confidence_level=CONFIDENCE, method="percentile",
+                               vectorized=True, paired=False, batch=batch,
+                               rng=np.random.default_rng(0)).confidence_interval
+    out.low, out.high = float(interval.low), float(interval.high)
+    return out.p_value < ALPHA
+
+
+def _from_summaries(bt: dict, nt: dict, out: Comparison) -> bool:
+    out.method = "intervals"
+    (b_lo, b_hi), (n_lo, n_hi) = _median_interval(bt), _median_interval(nt)
+    out.low = n_lo / b_hi if b_hi > 0 else None
+    out.high = n_hi / b_lo if b_lo > 0 else math.inf
+    return n_lo > b_hi or n_hi < b_lo
+
+
+def _median_interval(timing: dict) -> tuple[float, float]:
+    n = timing.get("samples") or 1
+    half = Z95 * MEDIAN_SE * (timing.get("std_us") or 0.0) / math.sqrt(n)
+    return timing["median_us"] - half, timing["median_us"] + half

@@ -1,0 +1,204 @@
+"""The result files: `--json` (one document), `--jsonl` (a line per run, as
+it ends), `--csv`, `--markdown` (GitHub-flavoured, for $GITHUB_STEP_SUMMARY)
+and `--junit` (JUnit XML as GitLab, Jenkins and GitHub's test reporters read
+it: a failed check or a regression is a <failure>, a spec, build or CUDA
+error an <error>; each run is a test case named by spec and point).
+
+NaN and infinities are written as null (valid JSON). `-` as a path means
+stdout.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from ..report import _finite as finite          # NaN and infinities as null
+from .rows import DEBUG_CHECKS, failed_checks, number, percent, point_text, row
+
+CSV_COLUMNS = ("spec", "point", "kernel", "device", "exit_code", "status", "check",
+               "median_us", "min_us", "max_us", "mean_us", "std_us", "p10_us", "p90_us",
+               "samples", "l2", "sm_clock_mhz", "gbps", "tflops", "bandwidth_fraction",
+               "fp32_fraction", "verdict", "ratio", "error")
+
+
+def summarize(results: list[dict], exit_code: int, not_run: int = 0,
+              wall_s: float | None = None) -> dict:
+    statuses: dict[str, int] = {}
+    for result in results:
+        status = row(result)["status"]
+        statuses[status] = statuses.get(status, 0) + 1
+    return {"runs": len(results), "statuses": statuses, "exit_code": exit_code,
+            "not_run": not_run, "wall_s": None if wall_s is None else round(wall_s, 3)}
+
+
+def headline(summary: dict) -> str:
+    parts = ", ".join(f"{n} {status}" for status, n in summary["statuses"].items())
+    text = f"{summary['runs']} run{'s' if summary['runs'] != 1 else ''}: {parts}"
+    if summary.get("not_run"):
+        text += f"; {summary['not_run']} not run (--fail-fast)"
+    return text + f"; exit {summary['exit_code']}"
+
+
+def json_document(results: list[dict], summary: dict, single: bool) -> dict:
+    """SPEC section 3: one run keeps the section-2 object; several are wrapped."""
+    if single and len(results) == 1:
+        return finite(results[0])
+    return finite({"results": results, "summary": summary})
+
+
+def open_output(path: str, mode: str = "w") -> TextIO:
+    if path == "-":
+        return sys.stdout
+    return open(path, mode, encoding="utf-8", newline="")
+
+
+class JsonLines:
+    """`--jsonl PATH`: one result per line, flushed as each run ends, so a job
+    that is killed keeps what it finished. Lines are appended to what the
+    file holds (SPEC section 3), so several commands can collect one file."""
+
+    def __init__(self, path: str):
+        self.stream = open_output(path, "a")
+
+    def write(self, result: dict) -> None:
+        self.stream.write(json.dumps(finite(result)) + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.stream is not sys.stdout:
+            self.stream.close()
+
+
+def csv_text(results: list[dict]) -> str:
+    """One row per run; each swept var also gets a `point.NAME` column."""
+    point_columns: list[str] = []
+    for result in results:
+        for name in result.get("point") or {}:
+            if f"point.{name}" not in point_columns:
+                point_columns.append(f"point.{name}")
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=[*CSV_COLUMNS, *point_columns], lineterminator="\n")
+    writer.writeheader()
+    for result in results:
+        timing = result.get("timing") or {}
+        t = result.get("throughput") or {}
+        flat = row(result)
+        record = {
+            "spec": flat["spec"], "point": flat["point"], "kernel": flat["kernel"],
+            "device": (result.get("device") or {}).get("name"),
+            "exit_code": result.get("exit_code"), "status": flat["status"],
+            "check": flat["check"], "verdict": flat["verdict"], "ratio": flat["ratio"],
+            "error": flat["error"],
+            **{k: timing.get(k) for k in ("median_us", "min_us", "max_us", "mean_us", "std_us",
+                                          "p10_us", "p90_us", "samples", "l2", "sm_clock_mhz")},
+            **{k: t.get(k) for k in ("gbps", "tflops", "bandwidth_fraction", "fp32_fraction")},
+            **{f"point.{k}": v for k, v in (result.get("point") or {}).items()},
+        }
+        writer.writerow({k: ("" if v is None else v) for k, v in finite(record).items()})
+    return out.getvalue()
+
+
+def markdown_text(results: list[dict], summary: dict) -> str:
+    compared = any(r.get("compare") for r in results)
+    header = ["spec", "point", "median µs", "throughput", "% of peak", "check", "status"]
+    if compared:
+        header += ["vs baseline"]
+    lines = [f"### cubinrun: {_md(headline(summary))}", "",
+             "| " + " | ".join(header) + " |",
+             "| " + " | ".join("---:" if h in ("median µs", "throughput", "% of peak") else "---"
+                               for h in header) + " |"]
+    for result in results:
+        flat = row(result)
+        status = flat["status"] + (f": {flat['error']}" if flat["error"] else "")
+        cells = [f"`{flat['spec']}`", flat["point"], number(flat["median_us"]),
+                 f"{number(flat['throughput'])} {flat['unit']}".strip(),
+                 percent(flat["peak_fraction"]), flat["check"], status]
+        if compared:
+            cells.append(_verdict_text(result.get("compare")))
+        lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _verdict_text(compare: dict | None) -> str:
+    if not compare:
+        return ""
+    ratio = compare.get("ratio")
+    return compare["verdict"] + (f" ({ratio:.3f}x)" if ratio is not None else "")
+
+
+def _md(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def junit_text(results: list[dict], summary: dict) -> str:
+    import xml.etree.ElementTree as ET
+    failures = sum(1 for r in results if r.get("exit_code") in (1, 5))
+    errors = sum(1 for r in results if r.get("exit_code") in (2, 3, 4))
+    total_time = sum(r.get("wall_s") or 0.0 for r in results)
+    suites = ET.Element("testsuites", name="cubinrun", tests=str(len(results)),
+                        failures=str(failures), errors=str(errors), time=f"{total_time:.3f}")
+    suite = ET.SubElement(suites, "testsuite", name="cubinrun", tests=str(len(results)),
+                          failures=str(failures), errors=str(errors), skipped="0",
+                          time=f"{total_time:.3f}")
+    for result in results:
+        flat = row(result)
+        name = flat["kernel"] or Path(flat["spec"]).stem
+        if flat["point"]:
+            name += f"[{flat['point']}]"
+        case = ET.SubElement(suite, "testcase", classname=_classname(flat["spec"]), name=name,
+                             time=f"{result.get('wall_s') or 0.0:.3f}")
+        properties = {k: flat[k] for k in ("median_us", "throughput", "peak_fraction", "ratio")
+                      if flat[k] is not None}
+        if properties:
+            props = ET.SubElement(case, "properties")
+            for key, value in properties.items():
+                ET.SubElement(props, "property", name=key, value=f"{value:.6g}")
+        code = result.get("exit_code")
+        if code == 1:
+            failed = failed_checks(result)
+            failure = ET.SubElement(case, "failure", type="check",
+                                    message=f"failed: {', '.join(failed) or 'the check'}")
+            details = {"check": (result.get("check") or {}).get("outputs"),
+                       **{key: result[key] for key, _ in DEBUG_CHECKS
+                          if (result.get(key) or {}).get("passed") is False}}
+            failure.text = json.dumps(finite(details), indent=1)
+        elif code == 5:
+            compare = result.get("compare") or {}
+            ET.SubElement(case, "failure", type="regression",
+                          message=f"slower than the baseline: {_verdict_text(compare)} "
+                                  f"{compare.get('reason') or ''}".strip())
+        elif code in (2, 3, 4):
+            error = result.get("error") or {}
+            ET.SubElement(case, "error", type=str(error.get("type")),
+                          message=str(error.get("message")))
+        if flat["median_us"] is not None:
+            out = ET.SubElement(case, "system-out")
+            out.text = (f"median {number(flat['median_us'])} us  "
+                        f"{number(flat['throughput'])} {flat['unit']}  "
+                        f"{percent(flat['peak_fraction'])} of peak").strip()
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _classname(spec: str) -> str:
+    path = Path(spec)
+    return ".".join([*path.parent.parts, path.stem]).lstrip(".") or "cubinrun"
+
+
+def write_text(path: str, text: str) -> None:
+    stream = open_output(path)
+    try:
+        stream.write(text)
+    finally:
+        if stream is not sys.stdout:
+            stream.close()
+        else:
+            stream.flush()
+
+
+def point_label(result: dict) -> str:
+    return point_text(result.get("point") or {})

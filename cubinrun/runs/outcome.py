@@ -1,0 +1,90 @@
+"""One run's outcome as plain, picklable data (it crosses from a worker
+process), and the exit code of many runs.
+
+The exit code is the most severe of all runs: a CUDA error (4) over a build
+error (3) over a spec error (2) over a failed check (1) over a regression
+(5) over success (0). SPEC.md orders 4 > 3 > 2 > 1 and puts 5 below
+"anything worse"; a wrong result is worse than a slow one, so 1 outranks 5.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ..errors import (EXIT_BUILD, EXIT_CHECK_FAILED, EXIT_CUDA, EXIT_OK, EXIT_REGRESSION,
+                      EXIT_USAGE, BuildError, CubinrunError, CudaError)
+from .expand import RunTask, point_text
+
+SEVERITY = (EXIT_OK, EXIT_REGRESSION, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_BUILD, EXIT_CUDA)
+
+STATUS = {EXIT_OK: "ok", EXIT_CHECK_FAILED: "check failed", EXIT_USAGE: "spec error",
+          EXIT_BUILD: "build error", EXIT_CUDA: "CUDA error", EXIT_REGRESSION: "slower"}
+
+
+def most_severe(codes: Iterable[int]) -> int:
+    return max(codes, key=SEVERITY.index, default=EXIT_OK)
+
+
+def error_type(error: BaseException) -> str:
+    if isinstance(error, CudaError):
+        return "cuda"
+    if isinstance(error, BuildError):
+        return "build"
+    if isinstance(error, CubinrunError):
+        return "spec" if error.exit_code == EXIT_USAGE else "error"
+    return "internal"
+
+
+@dataclass
+class RunRecord:
+    task: RunTask
+    exit_code: int
+    result: dict | None = None          # RunResult.to_json(); None when the run failed first
+    error: str | None = None            # one line
+    error_type: str | None = None       # spec, build, cuda, internal
+    log: str = ""                       # a build tool's output
+    wall_s: float = 0.0
+    broken: bool = False                # the device context is unusable after this run
+    compare: dict | None = None         # the baseline comparison (launch --baseline)
+    live: Any = field(default=None, repr=False)        # same process only: the RunResult
+    exception: BaseException | None = field(default=None, repr=False)   # same process only
+
+    @classmethod
+    def failed(cls, task: RunTask, error: BaseException, wall_s: float = 0.0) -> "RunRecord":
+        code = error.exit_code if isinstance(error, CubinrunError) else EXIT_CUDA
+        message = str(error) if isinstance(error, CubinrunError) else \
+            f"internal error: {type(error).__name__}: {error}"
+        return cls(task, code, error=message, error_type=error_type(error),
+                   log=getattr(error, "log", "") or "", wall_s=wall_s, exception=error)
+
+    @property
+    def status(self) -> str:
+        return STATUS.get(self.exit_code, f"exit {self.exit_code}")
+
+    def error_line(self) -> str:
+        """`error: ...` naming the run once (a spec error already starts with its file)."""
+        task = self.task
+        if self.error and self.error.startswith(task.spec):
+            return f"error: {self.error}" + (f" (at {point_text(task.point)})" if task.point else "")
+        return f"error: {task.label}: {self.error}"
+
+    def portable(self) -> "RunRecord":
+        """This record without what cannot leave the process."""
+        self.live = self.exception = None
+        return self
+
+    def to_json(self) -> dict:
+        """The result object of SPEC section 2 plus spec, point, exit_code (section 3),
+        and status, error, wall_s and compare."""
+        document = dict(self.result) if self.result else {}
+        document.update({
+            "spec": self.task.spec, "point": dict(self.task.point),
+            "exit_code": self.exit_code, "status": self.status,
+            "error": ({"type": self.error_type, "message": self.error} if self.error else None),
+            "wall_s": round(self.wall_s, 4),
+        })
+        if self.task.pow2:
+            document["pow2"] = list(self.task.pow2)
+        if self.compare is not None:
+            document["compare"] = self.compare
+        return document

@@ -1,0 +1,156 @@
+"""Running tasks on one device in this process: the `Runner`, and the loop a
+worker process runs (`serve`).
+
+A Runner starts CUDA once (on a thread, while the first spec is read) and
+keeps one `run.Session` for all its tasks, so a sweep reuses its binary, its
+loaded module, the launcher, the stream, the timing kernels and the event
+offset. After a CUDA error the Runner asks the context whether it still
+works: a sticky error (an illegal address, a trap) poisons the context for
+good, so the record says `broken` and whoever owns the Runner replaces it: a
+worker process exits and its executor starts a new one; the in-process
+executor resets the primary context.
+
+Worker processes are spawned, never forked (a forked CUDA process is
+unusable). `serve(setup=...)` first calls `module:function` if given: the one
+hook for tests, which install their fake driver there (tests/fakecuda).
+"""
+from __future__ import annotations
+
+import time
+
+from .. import driver
+from ..errors import CubinrunError, CudaError, SpecError
+from ..run import RunOptions
+from .expand import RunTask
+from .outcome import RunRecord
+
+# CUresults after which the context refuses all work (CUDA's "sticky" errors).
+STICKY_ERRORS = frozenset({
+    "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_TIMEOUT", "CUDA_ERROR_HARDWARE_STACK_ERROR",
+    "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_MISALIGNED_ADDRESS",
+    "CUDA_ERROR_INVALID_ADDRESS_SPACE", "CUDA_ERROR_INVALID_PC", "CUDA_ERROR_LAUNCH_FAILED",
+    "CUDA_ERROR_ASSERT", "CUDA_ERROR_ECC_UNCORRECTABLE", "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+})
+
+
+class Runner:
+    """Runs tasks one after another on device `ordinal`, CUDA started once."""
+
+    def __init__(self, ordinal: int, options: RunOptions):
+        self.ordinal, self.options = ordinal, options
+        self.opening: driver.DeviceOpening | None = driver.DeviceOpening(ordinal)
+        self.session = None
+
+    def execute(self, task: RunTask) -> RunRecord:
+        started = time.perf_counter()
+        if task.error is not None:
+            return RunRecord.failed(task, task.error)
+        try:
+            result = self._run(task)
+        except CubinrunError as error:
+            if isinstance(error, SpecError):
+                from ..spec.locate import locate
+                locate(error, task.spec)
+            record = RunRecord.failed(task, error, time.perf_counter() - started)
+            record.broken = isinstance(error, CudaError) and self._context_broken(error)
+            return record
+        except Exception as error:              # a bug: confined to its run, reported as such
+            import traceback
+            record = RunRecord.failed(task, error, time.perf_counter() - started)
+            record.log = traceback.format_exc()
+            record.broken = True                # nothing is known about the context
+            return record
+        return RunRecord(task, result.exit_code, result=result.to_json(),
+                         wall_s=time.perf_counter() - started, live=result)
+
+    def _run(self, task: RunTask):
+        from ..run import Session, check_data, prepare_early, run_spec
+        from ..spec import load_spec
+        from ..spec.device_values import DeviceValues
+        device_values = DeviceValues(self._device_values, f"device {self.ordinal}")
+        spec = load_spec(task.spec, task.overrides, device=device_values)
+        check_data(spec)                    # a bad check.expect is found before the launch
+        if self.session is None:
+            early = None
+            if self.opening is not None:        # the first run: prepare while CUDA starts
+                early = prepare_early(spec)
+                device = self.opening.wait()
+                self.opening = None
+            else:
+                device = driver.open_device(self.ordinal)
+            self.session = Session(device)
+            return run_spec(spec, self.options, session=self.session, early=early)
+        return run_spec(spec, self.options, session=self.session)
+
+    def _device_values(self) -> dict[str, int]:
+        """sm_count and the rest, for a spec that names them: from the device this
+        runner runs on (waiting for it to open if it is opening)."""
+        from ..props import device_values
+        if self.session is not None:
+            return device_values(self.session.device)
+        if self.opening is not None:
+            return device_values(self.opening.wait())
+        return device_values(driver.open_device(self.ordinal))
+
+    def _context_broken(self, error: CudaError) -> bool:
+        if self.session is None:
+            return False                        # no context yet: no driver, no device
+        if error.result_name in STICKY_ERRORS:
+            return True
+        try:
+            driver.synchronize("checking the context after an error")
+        except CudaError:
+            return True
+        return False
+
+    def recover(self) -> None:
+        """After a broken context, in this process: a fresh primary context."""
+        session, self.session = self.session, None
+        if session is None:
+            return
+        session.close()
+        try:
+            driver.call("cuDevicePrimaryCtxReset", session.device.handle)
+        except CudaError:
+            pass                                # the next run's open says what is wrong
+
+    def close(self) -> None:
+        if self.opening is not None:
+            self.opening.settle()               # never exit with the driver mid-initialisation
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+
+
+def serve(connection, ordinal: int, options: RunOptions, setup: str | None = None) -> None:
+    """A worker process: run the tasks it is sent (None ends it), send back records.
+    It exits after a run that broke its context; its executor starts another."""
+    import os
+    import signal
+    import sys
+    signal.signal(signal.SIGINT, signal.SIG_IGN)     # the parent handles Ctrl-C and ends us
+    # stdout belongs to the parent (`--json`, `--jsonl -`): anything a worker or a
+    # library prints goes to stderr, from Python and from C alike.
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    if setup:
+        import importlib
+        module, _, function = setup.partition(":")
+        getattr(importlib.import_module(module), function)()
+    runner = Runner(ordinal, options)
+    try:
+        while True:
+            try:
+                task = connection.recv()
+            except EOFError:
+                break
+            if task is None:
+                break
+            record = runner.execute(task)
+            connection.send(record.portable())
+            if record.broken:
+                break
+    finally:
+        runner.close()
+        connection.close()

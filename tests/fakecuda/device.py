@@ -1,0 +1,132 @@
+"""The fake device: answers cuda.bindings driver calls by name, in-process,
+as an H200 would (device memory is host memory). Tests put it in place of
+`cubinrun.driver.call`; worker processes install it through `worker.install`.
+
+Faults, for the multi-run tests: a kernel named in `sticky_kernels` poisons
+the context at the next synchronise (as an illegal address does: every later
+call fails the same way, until cuDevicePrimaryCtxReset), and one named in
+`crash_kernels` kills the process when it is loaded.
+"""
+from __future__ import annotations
+
+import ctypes
+import itertools
+import os
+import signal
+from typing import Callable
+
+import numpy as np
+
+from cubinrun import driver
+
+CUDA_ERROR_ILLEGAL_ADDRESS = 700
+
+
+class FakeDevice:
+    """Answers cuda.bindings driver calls by name, like an H200 would.
+
+    Its clock: an event pair reads EVENT_OFFSET_US plus KERNEL_US for every
+    launch the fake libcuda took between the two records, like a real pair
+    around back-to-back launches (bench/event_offset.py)."""
+
+    ATTRIBUTES = {"COMPUTE_CAPABILITY_MAJOR": 9, "COMPUTE_CAPABILITY_MINOR": 0,
+                  "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 232448, "MULTIPROCESSOR_COUNT": 132,
+                  "L2_CACHE_SIZE": 1 << 20, "CLOCK_RATE": 1980000,
+                  "MEMORY_CLOCK_RATE": 3201000, "GLOBAL_MEMORY_BUS_WIDTH": 6144}
+
+    EVENT_OFFSET_US = 2.0
+    KERNEL_US = 3.0
+    TOTAL_MEMORY = 141 << 30
+
+    def __init__(self, launches: Callable[[], int]):
+        self.launches = launches            # how many launches the fake libcuda took
+        self.sticky_kernels: set[str] = set()
+        self.crash_kernels: set[str] = set()
+        self.poison_at_sync = False
+        self.poisoned = False
+        self.recorded: dict[int, int] = {}
+        self.memory: dict[int, ctypes.Array] = {}
+        self.calls: list[str] = []
+        self.events = itertools.count(1)
+        self.function_attributes: dict[str, int] = {}
+        self.free_memory = self.TOTAL_MEMORY
+
+    def __call__(self, name: str, *args, context: str = ""):
+        self.calls.append(name)
+        if self.poisoned and name != "cuDevicePrimaryCtxReset":
+            raise driver.cuda_error(name, CUDA_ERROR_ILLEGAL_ADDRESS, context)
+        if self.poison_at_sync and name in ("cuStreamSynchronize", "cuCtxSynchronize"):
+            self.poisoned = True
+            raise driver.cuda_error(name, CUDA_ERROR_ILLEGAL_ADDRESS, context)
+        return getattr(self, name)(*args)
+
+    def cuDevicePrimaryCtxReset(self, handle):
+        self.poisoned = self.poison_at_sync = False
+
+    def cuInit(self, flags): return None
+    def cuCtxSynchronize(self): return None
+    def cuDeviceGetCount(self): return 1
+    def cuDeviceGet(self, ordinal): return ordinal
+    def cuDeviceGetName(self, length, handle): return b"Fake H200\0\0"
+    def cuDevicePrimaryCtxRetain(self, handle): return 1
+    def cuCtxSetCurrent(self, context): return None
+
+    def cuDeviceGetAttribute(self, attribute, handle):
+        return self.ATTRIBUTES.get(attribute.name.removeprefix("CU_DEVICE_ATTRIBUTE_"), 1)
+
+    def cuModuleLoadData(self, image): return 7
+    def cuModuleGetFunction(self, module, name):
+        kernel = name.decode()
+        if kernel in self.crash_kernels:
+            os.kill(os.getpid(), signal.SIGKILL)
+        if kernel in self.sticky_kernels:
+            self.poison_at_sync = True      # its launch "faults"; the next sync says so
+        return 0xF00D
+
+    def cuFuncGetAttribute(self, attribute, function):
+        key = attribute.name.removeprefix("CU_FUNC_ATTRIBUTE_")
+        return {"MAX_THREADS_PER_BLOCK": 1024, "NUM_REGS": 24}.get(key, 0)
+
+    def cuFuncSetAttribute(self, function, attribute, value):
+        self.function_attributes[attribute.name.removeprefix("CU_FUNC_ATTRIBUTE_")] = value
+
+    def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, function, threads, shared):
+        return 2
+
+    def cuMemAlloc(self, nbytes): return self._allocate(nbytes)
+
+    def _allocate(self, nbytes):
+        buffer = (ctypes.c_char * (nbytes + 256))()
+        address = -(-ctypes.addressof(buffer) // 256) * 256     # cuMemAlloc's alignment
+        self.memory[address] = buffer
+        return address
+
+    def cuMemFree(self, pointer): del self.memory[pointer]
+    def cuMemHostAlloc(self, nbytes, flags): return self._allocate(nbytes)
+    def cuMemFreeHost(self, pointer): del self.memory[pointer]
+    def cuMemGetInfo(self): return self.free_memory, self.TOTAL_MEMORY
+    def cuMemcpyHtoD(self, dst, src, n): ctypes.memmove(dst, src, n)
+    def cuMemcpyDtoH(self, dst, src, n): ctypes.memmove(dst, src, n)
+    def cuMemcpyHtoDAsync(self, dst, src, n, stream): ctypes.memmove(dst, src, n)
+    def cuMemcpyDtoHAsync(self, dst, src, n, stream): ctypes.memmove(dst, src, n)
+    def cuMemcpyDtoDAsync(self, dst, src, n, stream): ctypes.memmove(dst, src, n)
+    def cuMemsetD8Async(self, dst, byte, n, stream): ctypes.memset(dst, byte, n)
+    def cuMemsetD16Async(self, dst, value, n, stream): self._fill(dst, ctypes.c_uint16, value, n)
+    def cuMemsetD32Async(self, dst, value, n, stream): self._fill(dst, ctypes.c_uint32, value, n)
+
+    @staticmethod
+    def _fill(dst, ctype, value, n):
+        np.ctypeslib.as_array((ctype * n).from_address(dst))[:] = value
+
+    def cuStreamCreate(self, flags): return 0x5
+    def cuStreamDestroy(self, stream): return None
+    def cuStreamSynchronize(self, stream): return None
+    def cuEventCreate(self, flags): return next(self.events)
+    def cuEventSynchronize(self, event): return None
+    def cuEventRecord(self, event, stream): self.recorded[event] = self.launches()
+
+    def cuEventElapsedTime(self, start, end):
+        launches = self.recorded[end] - self.recorded[start]
+        return (self.EVENT_OFFSET_US + launches * self.KERNEL_US) / 1000.0
+
+    def cuEventDestroy(self, event): return None
