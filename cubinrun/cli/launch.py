@@ -6,7 +6,9 @@ One run keeps the single-spec behaviour exactly: it runs in this process
 or the section-2 JSON, and an error ends as one line. Several runs go to a
 worker process (runs.executor) that starts CUDA once; each error becomes a
 line on stderr and a row of the final table, and the exit code is the most
-severe of all runs.
+severe of all runs. `--devices` spreads the runs over worker processes, one
+per GPU (runs.devices), and `--ray` over Ray actors (runs.ray_backend); the
+results, files and exit codes are those of the same runs on one worker.
 """
 from __future__ import annotations
 
@@ -43,10 +45,19 @@ class LaunchArgs:
     baseline: str | None
     threshold: str
     ignore_device: bool
+    devices: str | None = None
+    workers_per_gpu: int = 1
+    mixed_devices: bool = False
+    ray: str | None = None
+
+    @property
+    def spread(self) -> bool:
+        """Runs go to workers on chosen GPUs (--devices) or a cluster (--ray)."""
+        return self.devices is not None or self.ray is not None
 
 
 @click.command()
-@click.argument("specs", metavar="SPEC...", nargs=-1, required=True, type=click.Path())
+@click.argument("specs", metavar="SPEC...", nargs=-1, type=click.Path())
 @set_option
 @click.option("--axis", "axes", multiple=True, metavar="AXIS",
               help="Sweep a var, nvbench's grammar: 'N=[1024,4096]', 'N=[2:8:2]', "
@@ -83,27 +94,60 @@ class LaunchArgs:
               help="With --baseline: the smallest change that counts.")
 @click.option("--ignore-device", is_flag=True,
               help="With --baseline: compare with results from another GPU model.")
+@click.option("--devices", metavar="LIST|all", help="Spread the runs over these GPUs (PCI bus "
+              "order, e.g. 0,1 or all), one worker process each; 0,0 is two workers "
+              "sharing GPU 0.")
+@click.option("--workers-per-gpu", type=int, default=1, show_default=True, metavar="N",
+              help="With --devices or --ray: N workers share each GPU.")
+@click.option("--mixed-devices", is_flag=True,
+              help="With --devices or --ray: allow different GPU models in one command.")
+@click.option("--ray", "ray", is_flag=False, flag_value="local", default=None,
+              metavar="[ADDRESS]", help="Run on Ray actors holding a GPU each: an existing "
+              "cluster (auto, HOST:PORT, ray://HOST:PORT) or, without ADDRESS, a local one "
+              "started for the command (needs cubinrun[ray]).")
 def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no_bench,
            raw_events, arch, fail_fast, jsonl, csv_path, markdown, junit, samples, plot,
-           baseline, threshold, ignore_device):
+           baseline, threshold, ignore_device, devices, workers_per_gpu, mixed_devices, ray):
     """Build the launcher, load the kernel, make the args, launch, check, time.
 
     SPEC may be several spec files and folders (their *.yaml); every spec and
-    every point of its sweep runs, with CUDA started once."""
+    every point of its sweep runs, with CUDA started once (per worker with
+    --devices or --ray)."""
     from ..errors import SpecError
+    specs, ray = _ray_address(specs, ray)
     args = LaunchArgs(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2,
                       no_bench, raw_events, arch, fail_fast, jsonl, csv_path, markdown, junit,
-                      samples, plot, baseline, threshold, ignore_device)
+                      samples, plot, baseline, threshold, ignore_device, devices,
+                      workers_per_gpu, mixed_devices, ray)
     try:
         _launch(args)
     except SpecError as error:          # found past loading (the binary, the device): locate it
         raise error.located(file=specs[0] if len(specs) == 1 else None) from None
 
 
+def _ray_address(specs: tuple[str, ...], ray: str | None) -> tuple[tuple[str, ...], str | None]:
+    """`--ray SPEC` took the spec as its address: give it back and start a local
+    cluster (an address is auto, local, HOST:PORT or a URL; a spec is a path)."""
+    from pathlib import Path
+
+    from ..errors import UsageError
+    if ray is not None and ray != "local":
+        from ..runs.ray_backend import is_address
+        if not is_address(ray):
+            if not Path(ray).exists():
+                raise UsageError(f"--ray {ray}: not a Ray address (auto, HOST:PORT or "
+                                 "ray://HOST:PORT) nor a spec")
+            specs, ray = (ray, *specs), "local"
+    if not specs:
+        raise click.UsageError("Missing argument 'SPEC...'.")
+    return specs, ray
+
+
 def _launch(args: LaunchArgs) -> None:
     from ..runs.expand import expand
     from ..spec import parse_overrides
     _check_outputs(args)
+    _check_spread(args)
     baseline = _read_baseline(args)
     tasks = expand(args.specs, parse_overrides(args.overrides), args.axes)
     if args.dry_run:
@@ -128,6 +172,43 @@ def _check_outputs(args: LaunchArgs) -> None:
         require_matplotlib()
 
 
+def _check_spread(args: LaunchArgs) -> None:
+    from ..errors import UsageError
+    if args.devices is not None and args.ray is not None:
+        raise UsageError("--devices and --ray: choose one (a Ray cluster picks its own GPUs)")
+    if args.spread and args.device is not None:
+        raise UsageError("--device picks one GPU; with --devices or --ray leave it out")
+    if args.spread and args.dry_run:
+        raise UsageError("--dry-run needs no GPU: --devices and --ray do not apply")
+    if not args.spread and (args.workers_per_gpu != 1 or args.mixed_devices):
+        raise UsageError("--workers-per-gpu and --mixed-devices go with --devices or --ray")
+
+
+def _executor(tasks, args: LaunchArgs, options):
+    """Who runs the tasks: this process (one run), a worker process, workers on
+    --devices, or Ray actors."""
+    from ..runs.executor import InlineExecutor, ProcessExecutor
+    runnable = sum(1 for t in tasks if t.error is None)
+    if args.ray is not None:
+        from ..runs.ray_backend import RayExecutor
+        return RayExecutor(options, args.ray, args.workers_per_gpu, args.mixed_devices,
+                           limit=runnable)
+    if args.devices is not None:
+        from ..runs.devices import placements
+        return ProcessExecutor(options, placements(args.devices, args.workers_per_gpu,
+                                                   args.mixed_devices, limit=runnable))
+    return InlineExecutor(options) if len(tasks) == 1 else ProcessExecutor(options)
+
+
+def _notes(executor, options) -> list[str]:
+    from ..runs.devices import sharing_note
+    notes = list(getattr(executor, "notes", []))
+    tags = executor.tags() if hasattr(executor, "tags") else \
+        [p.tag for p in getattr(executor, "placements", [])]
+    shared = sharing_note(tags) if options.bench else None
+    return notes + ([shared] if shared else [])
+
+
 def _read_baseline(args: LaunchArgs):
     if not args.baseline:
         return None
@@ -141,21 +222,23 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
     from ..errors import EXIT_OK, EXIT_REGRESSION
     from ..results.writers import JsonLines
     from ..run import RunOptions
-    from ..runs.executor import InlineExecutor, ProcessExecutor
     from ..runs.outcome import most_severe
     from ..runs.progress import Progress
     single = len(tasks) == 1
+    inline = single and not args.spread        # the run's own objects are at hand
     options = RunOptions(device=args.device, warmup_ms=args.warmup, rep_ms=args.rep, l2=args.l2,
                          bench=not args.no_bench,
-                         progress=single and not args.as_json and args.jsonl != "-",
+                         progress=inline and not args.as_json and args.jsonl != "-",
                          raw_events=args.raw_events,
                          keep_samples=args.samples or baseline is not None)
     started = time.perf_counter()
-    executor = InlineExecutor(options) if single else ProcessExecutor(options)
+    executor = _executor(tasks, args, options)
     jsonl = JsonLines(args.jsonl) if args.jsonl else None
     progress = Progress(len(tasks), enabled=None if not single else False)
     records, results = [], []
     try:
+        for note in _notes(executor, options):
+            progress.print(f"note: {note}")
         progress.running(tasks[0].label)
         for position, record in enumerate(executor.run(tasks, _stopper(args.fail_fast))):
             if baseline is not None and record.result and record.result.get("timing"):
@@ -173,7 +256,7 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
             progress.advance()
             if position + 1 < len(tasks):
                 progress.running(tasks[position + 1].label)
-            if record.error and not single:
+            if record.error and not inline:
                 if record.log and record.error_type == "internal":
                     progress.print(record.log.rstrip())
                 progress.print(record.error_line())
@@ -185,7 +268,7 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
     exit_code = most_severe(r.exit_code for r in records)
     _write_outputs(records, results, exit_code, len(tasks) - len(records),
                    time.perf_counter() - started, args, single)
-    if single and records[0].exception is not None:
+    if inline and records[0].exception is not None:
         raise records[0].exception      # one run: the error line exactly as before
     return exit_code
 
@@ -218,7 +301,7 @@ def _write_outputs(records, results, exit_code, not_run, wall_s, args: LaunchArg
         render_result(records[0].live, console())
         if records[0].compare:
             _print_comparison(records[0].compare)
-    elif not single:
+    elif not single or args.spread:
         render_summary(results, summary, wide_console())
 
 
