@@ -31,6 +31,8 @@ class DeviceMemory:
     buffers: dict[str, DeviceBuffer] = field(default_factory=dict)
     global_scratch: int = 0
     profile_scratch: int = 0
+    guard: bool = False              # guard bands around each buffer (debug/guards.py)
+    guards: list = field(default_factory=list)
     _allocations: list[int] = field(default_factory=list)
 
     def _alloc(self, nbytes: int, align: int = 1) -> int:
@@ -40,7 +42,13 @@ class DeviceMemory:
         return -(-base // align) * align if extra else base
 
     def add_buffer(self, spec: BufferArg, host: np.ndarray) -> DeviceBuffer:
-        pointer = self._alloc(spec.nbytes)
+        if self.guard:
+            from .debug.guards import guarded_alloc
+            pointer, guard = guarded_alloc(self._alloc, spec.name, spec.nbytes, spec.dtype.size,
+                                           spec.offset_bytes)
+            self.guards.append(guard)
+        else:
+            pointer = self._alloc(spec.nbytes + spec.offset_bytes) + spec.offset_bytes
         driver.copy_to_device(pointer, host)
         buffer = DeviceBuffer(spec, host, pointer)
         self.buffers[spec.name] = buffer
@@ -65,9 +73,11 @@ def make_host_arrays(plan: Plan) -> list[np.ndarray]:
     return [make_host_array(spec, index) for index, spec in enumerate(plan.spec.buffers.values())]
 
 
-def allocate(plan: Plan, host_arrays: list[np.ndarray] | None = None) -> DeviceMemory:
-    """Device buffers filled from `host_arrays` (made here if not given) and the scratch."""
-    memory = DeviceMemory()
+def allocate(plan: Plan, host_arrays: list[np.ndarray] | None = None,
+             guard: bool = False) -> DeviceMemory:
+    """Device buffers filled from `host_arrays` (made here if not given) and the
+    scratch; with `guard`, each buffer between two guard bands."""
+    memory = DeviceMemory(guard=guard)
     try:
         if host_arrays is None:
             host_arrays = make_host_arrays(plan)

@@ -11,8 +11,15 @@ def cache_root() -> Path:
     """$CUBINRUN_CACHE_DIR, else $XDG_CACHE_HOME/cubinrun, else ~/.cache/cubinrun."""
     if explicit := os.environ.get("CUBINRUN_CACHE_DIR"):
         return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    base = os.environ.get("XDG_CACHE_HOME") or _home() / ".cache"
     return Path(base) / "cubinrun"
+
+
+def _home() -> Path:
+    try:
+        return Path.home()
+    except RuntimeError:            # no $HOME and no passwd entry: a container's user
+        return Path(tempfile.gettempdir())
 
 
 def write_atomically(path: Path, data: bytes) -> None:

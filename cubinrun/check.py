@@ -50,8 +50,9 @@ import numpy as np
 
 from .dtypes import ElementType
 from .errors import SpecError
-from .hostdata import (convert_exactly, encode_fp8e4b15_masked, load_npy, to_float64)
-from .spec.model import Check
+from .hostdata import (check_npy, convert_exactly, encode_fp8e4b15_masked, load_npy,
+                       to_float64)
+from .spec.model import BufferArg, Check
 
 CHUNK = 1 << 22
 MAX_REPORTED = 8
@@ -113,6 +114,36 @@ def default_tolerances(dtype: ElementType) -> tuple[float, float]:
     return DEFAULT_TOLERANCES.get(dtype.name, (0.0, 0.0))
 
 
+def check_reference(check: Check, output: BufferArg, buffers: Mapping[str, BufferArg],
+                    scalars: Mapping[str, int | float]) -> None:
+    """What `run_check` would refuse in the reference, found without data (a dry
+    run): the expression evaluated on one-element stand-ins of the inputs (so
+    `cdiv(x)` and `1/0` fail here), its shape worked out from the buffers'
+    shapes, or a file's header read."""
+    from .expr import result_shape
+    field = f"check.{check.output}"
+    if check.file is not None:
+        check_npy(check.file, output.shape, f"{field}.file", output.dtype, "the output")
+        return
+    env: dict[str, Any] = dict(scalars)
+    for name in check.expect.names:
+        if name in buffers:
+            b = buffers[name]
+            host = (np.float64 if b.dtype.kind == "float"
+                    else np.uint64 if b.dtype.name == "u64" else np.int64)
+            env[name] = np.ones((1,) * len(b.shape), dtype=host)
+    _evaluate(check, env, field)                # raises for cdiv(x), 1/0, bad names
+    try:
+        shape = result_shape(check.expect, {n: b.shape for n, b in buffers.items()})
+        target = np.broadcast_shapes(shape, output.shape)
+    except ValueError:
+        shape, target = None, None
+    if target != output.shape:
+        shown = "operands that do not broadcast" if shape is None else f"shape {list(shape)}"
+        raise SpecError(f"{check.expect.source!r} has {shown}, which does not broadcast to "
+                        f"the output's {list(output.shape)}", field=f"{field}.expect")
+
+
 def run_check(check: Check, output: np.ndarray, dtype: ElementType,
               inputs: Mapping[str, np.ndarray], scalars: Mapping[str, int | float],
               input_types: Mapping[str, ElementType] | None = None) -> CheckResult:
@@ -144,6 +175,7 @@ def _reference(check: Check, output: np.ndarray, dtype: ElementType,
                inputs: Mapping[str, np.ndarray], scalars: Mapping[str, int | float],
                input_types: Mapping[str, ElementType], field: str) -> np.ndarray:
     if check.file is not None:
+        check_npy(check.file, output.shape, f"{field}.file", dtype, "the output")
         values = load_npy(check.file, f"{field}.file")
         if values.shape != output.shape:
             raise SpecError(f"{check.file.name} has shape {list(values.shape)}, the output "
@@ -153,13 +185,7 @@ def _reference(check: Check, output: np.ndarray, dtype: ElementType,
     for name in check.expect.names:
         if name in inputs:
             env[name] = _upcast(inputs[name], input_types.get(name))
-    try:
-        reference = np.asarray(check.expect.evaluate(env))
-    except SpecError as exc:
-        raise exc.located(field=f"{field}.expect") from None
-    if reference.dtype.kind not in "biuf":
-        raise SpecError(f"{check.expect.source!r} gives {reference.dtype} values, not numbers",
-                        field=f"{field}.expect")
+    reference = _evaluate(check, env, field)
     try:
         target = np.broadcast_shapes(reference.shape, output.shape)
     except ValueError:
@@ -167,6 +193,17 @@ def _reference(check: Check, output: np.ndarray, dtype: ElementType,
     if target != output.shape:
         raise SpecError(f"{check.expect.source!r} has shape {list(reference.shape)}, which does "
                         f"not broadcast to the output's {list(output.shape)}",
+                        field=f"{field}.expect")
+    return reference
+
+
+def _evaluate(check: Check, env: Mapping[str, Any], field: str) -> np.ndarray:
+    try:
+        reference = np.asarray(check.expect.evaluate(env))
+    except SpecError as exc:
+        raise exc.located(field=f"{field}.expect") from None
+    if reference.dtype.kind not in "biuf":
+        raise SpecError(f"{check.expect.source!r} gives {reference.dtype} values, not numbers",
                         field=f"{field}.expect")
     return reference
 
@@ -335,3 +372,30 @@ def _json_number(x: int | float | None) -> int | float | str | None:
     if isinstance(x, float) and not math.isfinite(x):
         return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
     return x
+
+
+def expected_for(check: Check, shape: tuple[int, ...], dtype: ElementType,
+                 inputs: Mapping[str, np.ndarray], scalars: Mapping[str, int | float],
+                 input_types: Mapping[str, ElementType] | None = None):
+    """What `run_check` compares an output of `shape` with, for a comparison made
+    elsewhere (the reproducer's C): (mode, expected, rtol, atol, nan_ok). Mode
+    "bits": `expected` holds elements of the output's dtype (the reference
+    rounded or wrapped into it) to compare byte for byte; "close": float64
+    values to meet within atol + rtol * |expected| ("equal" is close with no
+    tolerance)."""
+    field = f"check.{check.output}"
+    shaped = np.broadcast_to(np.zeros((), dtype.numpy_dtype()), shape)   # no allocation
+    reference = _reference(check, shaped, dtype, inputs, scalars, input_types or {}, field)
+    comparison = _Comparison.make(check, dtype, reference)
+    flat = _flat_broadcast(comparison.reference, shape)
+    if comparison.mode == "bits" and dtype.kind != "float":
+        return "bits", np.ascontiguousarray(flat), 0.0, 0.0, comparison.nan_ok
+    ref64 = np.asarray(flat, dtype=np.float64)
+    if comparison.mode == "bits":
+        if dtype.name == "fp8e4b15":
+            expected = encode_fp8e4b15_masked(ref64)[0]
+        else:
+            expected = ref64.astype(dtype.numpy_dtype())
+        return "bits", np.ascontiguousarray(expected), 0.0, 0.0, comparison.nan_ok
+    return ("close", np.ascontiguousarray(ref64), comparison.rtol, comparison.atol,
+            comparison.nan_ok and comparison.mode == "close")

@@ -75,3 +75,60 @@ class CudaError(CubinrunError):
         self.result = result
         self.result_name = result_name
         super().__init__(message)
+
+
+def excerpt(value, limit: int | None = None) -> str:
+    """A short repr of a user's value for an error message.
+
+    A value can be huge (a 4 MiB string, a list that aliases expand a
+    billion-fold): only its start is quoted, and only that much of it is
+    ever walked, so building the message costs no more than printing it.
+    """
+    from .limits import MAX_QUOTED_CHARS
+    limit = limit or MAX_QUOTED_CHARS
+    text = _bounded_repr(value, limit + 1)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def one_line(text: str) -> str:
+    """`text` with every character that is not printable escaped (`\\x1e`): a key
+    or value holding a line break or a control character must not break the
+    error's one line."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+                   for ch in text)
+
+
+def shorten(text: str, limit: int | None = None) -> str:
+    """Plain text for a message, cut to `limit` characters (MAX_QUOTED_CHARS)."""
+    from .limits import MAX_QUOTED_CHARS
+    limit = limit or MAX_QUOTED_CHARS
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _bounded_repr(value, budget: int, depth: int = 0) -> str:
+    if isinstance(value, str):
+        return repr(value[:budget])
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4 * budget:
+        return f"<an integer of {value.bit_length()} bits>"
+    if isinstance(value, (list, tuple, dict)):
+        if depth >= 3:
+            return "[...]" if isinstance(value, (list, tuple)) else "{...}"
+        items = value.items() if isinstance(value, dict) else value
+        parts, used = [], 0
+        for item in items:
+            if used > budget:
+                parts.append("...")
+                break
+            if isinstance(value, dict):
+                text = (f"{_bounded_repr(item[0], budget, depth + 1)}: "
+                        f"{_bounded_repr(item[1], budget, depth + 1)}")
+            else:
+                text = _bounded_repr(item, budget, depth + 1)
+            parts.append(text)
+            used += len(text) + 2
+        open_, close = ("{", "}") if isinstance(value, dict) else ("[", "]")
+        return open_ + ", ".join(parts) + close
+    text = repr(value)
+    return text[:budget]

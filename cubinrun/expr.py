@@ -10,7 +10,10 @@ subscripts, keywords or other calls. Nothing reaches `eval`.
 
 Integers are unbounded in Python, so every integer result is capped at
 MAX_INT_BITS and a power is refused before it is computed if its result
-would exceed the cap: a huge power is an error, not a hang.
+would exceed the cap: a huge power is an error, not a hang. The text is
+bounded too (limits.py): its length, and the nesting of its syntax tree, so
+that neither the parser nor the recursive checker and evaluator run out of
+stack on `1+1+...` or deep parentheses.
 """
 from __future__ import annotations
 
@@ -20,9 +23,8 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from .errors import SpecError
-
-MAX_INT_BITS = 256
+from .errors import SpecError, excerpt, shorten
+from .limits import MAX_EXPR_CHARS, MAX_EXPR_DEPTH, MAX_INT_BITS
 
 
 def _cdiv(a, b):
@@ -105,25 +107,71 @@ class Expr:
             with np.errstate(all="ignore"):     # NaN/inf in a reference are data, not noise
                 return evaluator.visit(self.tree.body)
         except ZeroDivisionError:
-            raise SpecError(f"division by zero in {self.source!r}") from None
+            raise SpecError(f"division by zero in {excerpt(self.source)}") from None
         except OverflowError:
-            raise SpecError(f"numeric overflow in {self.source!r}") from None
+            raise SpecError(f"numeric overflow in {excerpt(self.source)}") from None
         except (TypeError, ValueError) as exc:
-            raise SpecError(f"cannot evaluate {self.source!r}: {exc}") from None
+            raise SpecError(f"cannot evaluate {excerpt(self.source)}: "
+                            f"{shorten(str(exc), 120)}") from None
+
+
+def result_shape(expr: Expr, shapes: Mapping[str, tuple[int, ...]]) -> tuple[int, ...]:
+    """The shape `expr` evaluates to when each name in `shapes` is an array of that
+    shape and every other name a scalar: every function is elementwise, so it is
+    the broadcast of its operands' shapes. Computed without any data, for a dry
+    run; ValueError when two operands do not broadcast."""
+    import numpy as np
+
+    def shape(n: ast.AST) -> tuple[int, ...]:
+        if isinstance(n, (ast.Name, ast.Subscript)):
+            return tuple(shapes.get(_element_name(n), ()))
+        if isinstance(n, ast.BinOp):
+            return np.broadcast_shapes(shape(n.left), shape(n.right))
+        if isinstance(n, ast.UnaryOp):
+            return shape(n.operand)
+        if isinstance(n, ast.Compare):
+            return np.broadcast_shapes(shape(n.left), *(shape(c) for c in n.comparators))
+        if isinstance(n, ast.Call):
+            return np.broadcast_shapes(*(shape(a) for a in n.args))
+        return ()
+
+    return tuple(shape(expr.tree.body))
 
 
 def parse_expr(value: Any, *, arrays: bool = False) -> Expr:
     """Parse a YAML value (number or string) into an Expr; SpecError if not allowed."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise SpecError(f"expected a number or an expression, got {value!r}")
+        raise SpecError(f"expected a number or an expression, got {excerpt(value)}")
+    if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+        raise SpecError(f"integer exceeds {MAX_INT_BITS} bits")
     source = value if isinstance(value, str) else repr(value)
+    if len(source) > MAX_EXPR_CHARS:
+        raise SpecError(f"expression of {len(source)} characters (at most {MAX_EXPR_CHARS}): "
+                        f"{excerpt(source)}")
+    if "\0" in source:
+        raise SpecError(f"invalid expression {excerpt(source)}: it holds a NUL character")
     try:
         tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as exc:
-        raise SpecError(f"invalid expression {source!r}: {exc.msg}") from None
+        raise SpecError(f"invalid expression {excerpt(source)}: {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:   # digits, nesting
+        why = "nested too deeply" if not isinstance(exc, ValueError) else str(exc).split(";")[0]
+        raise SpecError(f"invalid expression {excerpt(source)}: {why}") from None
+    _check_depth(tree.body, source)
     allowed = ARRAY_FUNCTION_NAMES if arrays else frozenset(SCALAR_FUNCTIONS)
     names = _check_tree(tree.body, source, allowed)
     return Expr(source, tree, frozenset(names), arrays)
+
+
+def _check_depth(root: ast.AST, source: str) -> None:
+    """Refuse a tree nested deeper than MAX_EXPR_DEPTH (without recursing)."""
+    stack = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_EXPR_DEPTH:
+            raise SpecError(f"expression nested more than {MAX_EXPR_DEPTH} levels deep: "
+                            f"{excerpt(source)}")
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
 def _check_tree(node: ast.AST, source: str, functions: frozenset[str]) -> set[str]:
@@ -133,7 +181,10 @@ def _check_tree(node: ast.AST, source: str, functions: frozenset[str]) -> set[st
     def visit(n: ast.AST) -> None:
         if isinstance(n, ast.Constant):
             if isinstance(n.value, bool) or not isinstance(n.value, (int, float)):
-                raise SpecError(f"only numbers are allowed as literals in {source!r}")
+                raise SpecError(f"only numbers are allowed as literals in {excerpt(source)}")
+            if isinstance(n.value, int) and n.value.bit_length() > MAX_INT_BITS:
+                raise SpecError(f"integer literal exceeds {MAX_INT_BITS} bits in "
+                                f"{excerpt(source)}")
         elif isinstance(n, ast.Name):
             names.add(n.id)
         elif isinstance(n, ast.Subscript) and (element := _element_name(n)):
@@ -150,16 +201,16 @@ def _check_tree(node: ast.AST, source: str, functions: frozenset[str]) -> set[st
         elif isinstance(n, ast.Call):
             if not isinstance(n.func, ast.Name) or n.func.id not in functions:
                 what = n.func.id if isinstance(n.func, ast.Name) else ast.unparse(n.func)
-                raise SpecError(f"call to {what!r} is not allowed in {source!r}; "
+                raise SpecError(f"call to {excerpt(what)} is not allowed in {excerpt(source)}; "
                                 f"allowed: {', '.join(sorted(functions))}")
             if n.keywords:
-                raise SpecError(f"keyword arguments are not allowed in {source!r}")
+                raise SpecError(f"keyword arguments are not allowed in {excerpt(source)}")
             for a in n.args:
                 if isinstance(a, ast.Starred):
-                    raise SpecError(f"*args is not allowed in {source!r}")
+                    raise SpecError(f"*args is not allowed in {excerpt(source)}")
                 visit(a)
         else:
-            raise SpecError(f"{type(n).__name__} is not allowed in {source!r} "
+            raise SpecError(f"{type(n).__name__} is not allowed in {excerpt(source)} "
                             "(only numbers, names, tuple elements like t[0], arithmetic, "
                             "comparisons and the listed functions)")
 
@@ -193,8 +244,8 @@ class _Evaluator:
             try:
                 return self.env[name]
             except KeyError:
-                known = ", ".join(sorted(self.env)) or "none"
-                raise SpecError(f"unknown name {name!r} (known: {known})") from None
+                known = shorten(", ".join(sorted(self.env)) or "none", 200)
+                raise SpecError(f"unknown name {excerpt(name)} (known: {known})") from None
         if isinstance(n, ast.BinOp):
             left, right = self.visit(n.left), self.visit(n.right)
             if isinstance(n.op, ast.Pow):

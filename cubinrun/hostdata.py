@@ -69,7 +69,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .dtypes import ElementType
-from .errors import SpecError
+from .errors import SpecError, shorten
+from .limits import MAX_NPY_HEADER_BYTES
 from .spec.model import BufferArg, Init
 from .spec.scalars import check_scalar_value
 
@@ -340,8 +341,69 @@ def load_npy(path: Path, field: str) -> np.ndarray:
         raise SpecError(f"cannot read {path} as .npy: {exc}", field=field) from None
 
 
+def check_npy(path: Path, shape: tuple[int, ...] | None, field: str,
+              dtype: ElementType | None = None, against: str = "the buffer") -> None:
+    """What a .npy's header says, checked before its data is read: a regular file
+    whose header is readable, whose shape is `shape`, whose dtype holds numbers
+    (or `dtype`'s raw elements) and whose data is all there. A header claiming
+    10**13 elements is refused here, not by an allocation."""
+    import os
+    import stat
+    name = Path(path).name
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise SpecError(f"{name} is not a regular file", field=field)
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            major, _ = np.lib.format.read_magic(f)
+            read = (np.lib.format.read_array_header_1_0 if major == 1
+                    else np.lib.format.read_array_header_2_0)
+            found, _, kind = read(f, max_header_size=MAX_NPY_HEADER_BYTES)
+            data_at = f.tell()
+    except (OSError, ValueError, EOFError, SyntaxError, TypeError) as exc:
+        raise SpecError(f"cannot read {name} as .npy: {shorten(str(exc))}",
+                        field=field) from None
+    if shape is not None and tuple(found) != tuple(shape):
+        raise SpecError(f"{name} has shape {list(found)}, {against} is {list(shape)}",
+                        field=field)
+    raw = (dtype is not None and kind.kind == "V" and not kind.names
+           and kind.itemsize == dtype.size)
+    if kind.kind not in "biuf" and not raw:
+        if kind.hasobject:
+            raise SpecError(f"cannot read {name} as .npy: it holds Python objects, which are "
+                            "not loaded (no pickles)", field=field)
+        if kind.kind == "c" and dtype is not None:
+            raise SpecError(f"{name} holds {kind}, which cannot be converted to {dtype.name}",
+                            field=field)
+        raise SpecError(f"{name} holds {shorten(str(kind))}, not numbers", field=field)
+    count = 1
+    for d in found:
+        count *= d
+    if data_at + count * kind.itemsize > size:
+        raise SpecError(f"{name} is truncated: its header promises {count} elements of "
+                        f"{kind.itemsize} bytes", field=field)
+
+
+def check_init(buffer: BufferArg) -> None:
+    """Everything make_host_array would refuse in `buffer`'s init, found without
+    making the array (a dry run): the value or bounds are tried on one element,
+    an arange's last value against the dtype, a file's header against the buffer."""
+    import dataclasses
+    init, dtype = buffer.init, buffer.dtype
+    field = f"args.{buffer.name}.init"
+    if init.kind == "file":
+        check_npy(init.path, buffer.shape, f"{field}.file", dtype)
+    elif init.kind == "arange":
+        n = buffer.numel
+        if dtype.kind == "float" and n and n - 1 > finite_range(dtype)[1]:
+            _arange((n,), dtype, field)         # raises before making anything
+    elif init.kind != "zeros":
+        make_host_array(dataclasses.replace(buffer, shape=(1,)))
+
+
 def load_for(path: Path, dtype: ElementType, shape: tuple[int, ...], field: str) -> np.ndarray:
     """A .npy's contents as a host array of `dtype` and exactly `shape`."""
+    check_npy(path, shape, field, dtype)
     values = load_npy(path, field)
     if values.shape != tuple(shape):
         raise SpecError(f"{path.name} has shape {list(values.shape)}, the buffer is "

@@ -47,7 +47,7 @@ class Plan:
 
     @property
     def device_bytes(self) -> int:
-        return (sum(b.nbytes for b in self.spec.buffers.values())
+        return (sum(b.nbytes + b.offset_bytes for b in self.spec.buffers.values())
                 + self.global_scratch.nbytes + self.profile_scratch.nbytes)
 
     def to_json(self) -> dict:
@@ -78,11 +78,14 @@ class Plan:
                 "profile": vars(self.profile_scratch),
             },
             "buffers": [{"name": b.name, "dtype": b.dtype.name, "shape": list(b.shape),
-                         "bytes": b.nbytes, "init": b.init.describe(),
+                         "bytes": b.nbytes, "offset": b.offset, "init": b.init.describe(),
                          "save": str(b.save) if b.save else None}
                         for b in spec.buffers.values()],
             "device_bytes": self.device_bytes,
             "checks": [c.output for c in spec.checks],
+            "device_values": {"values": spec.device_values, "source": spec.device_source}
+            if spec.device_values else None,
+            "notes": list(spec.notes),
             "bench": {"warmup_ms": spec.bench.warmup_ms, "rep_ms": spec.bench.rep_ms,
                       "l2": spec.bench.l2, "bytes": spec.bench.bytes,
                       "flops": spec.bench.flops},

@@ -9,6 +9,7 @@ from types import ModuleType
 from .binary.load import Binary, load_binary
 from .binary.validate import check_arch, validate
 from .plan import Plan, make_plan
+from .specialization import check_plan
 from .spec import Spec
 
 
@@ -16,7 +17,7 @@ from .spec import Spec
 class Prepared:
     plan: Plan
     binary: Binary
-    launcher: ModuleType
+    launcher: ModuleType | None         # None: prepare(build_launcher=False)
 
     @property
     def cubin(self) -> bytes:
@@ -35,17 +36,20 @@ class Prepared:
                 "launcher": self.launcher.__file__}
 
 
-def prepare(spec: Spec, device=None, arch: str | None = None, load=None) -> Prepared:
+def prepare(spec: Spec, device=None, arch: str | None = None, load=None,
+            build_launcher: bool = True) -> Prepared:
     """`device` (a driver.Device) when one is open; else `arch` targets compiles.
-    `load`: what reads the binary, if not `load_binary` (a session's cache)."""
+    `load`: what reads the binary, if not `load_binary` (a session's cache).
+    Without `build_launcher` the Prepared has none (a reproducer brings its own)."""
     from .launcher import load_launcher
     target = device.arch if device is not None else arch
     binary = (load or load_binary)(spec, target)
     plan = make_plan(spec)
     validate(plan, binary.info, binary.kernel,
-             device.arch if device is not None else None,
-             device.name if device is not None else "this device")
-    launcher = load_launcher(plan.leaf_types, plan.num_scratch)
+             device.arch if device is not None else arch,
+             device.name if device is not None else f"the target {arch}")
+    check_plan(plan)
+    launcher = load_launcher(plan.leaf_types, plan.num_scratch) if build_launcher else None
     return Prepared(plan, binary, launcher)
 
 

@@ -113,6 +113,23 @@ def collect(ordinal: int) -> dict:
     }
 
 
+def device_values(device) -> dict[str, int]:
+    """What a spec's expressions may name (spec/device_values.py), read from `device`."""
+    from .spec.device_values import arch_number
+    attr = lambda name: driver.device_attribute(device.handle, name)  # noqa: E731
+    return {"sm_count": attr("MULTIPROCESSOR_COUNT"), "l2_bytes": attr("L2_CACHE_SIZE"),
+            "max_shared_optin": attr("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
+            "warp_size": attr("WARP_SIZE"), "arch": arch_number(device.arch)}
+
+
+def device_values_of(ordinal: int):
+    """spec.device_values.DeviceValues of device `ordinal`, opened only when a
+    spec names one (for commands that read a spec outside a run: profile,
+    repro, the parent of `--sanitize`)."""
+    from .spec.device_values import DeviceValues
+    return DeviceValues(lambda: device_values(driver.open_device(ordinal)), f"device {ordinal}")
+
+
 def collect_all(ordinal: int | None) -> list[dict]:
     count = driver.init()
     ordinals = range(count) if ordinal is None else [ordinal]

@@ -64,9 +64,15 @@ def render_plan(prepared: "Prepared", console) -> None:
         for column in ("name", "dtype", "shape", "bytes", "init", "save"):
             buffers.add_column(column, justify="right" if column == "bytes" else "left")
         for b in spec.buffers.values():
-            buffers.add_row(escape(b.name), b.dtype.name, dims(b.shape), human_bytes(b.nbytes),
+            shape = dims(b.shape) + (f" at +{b.offset}" if b.offset else "")
+            buffers.add_row(escape(b.name), b.dtype.name, shape, human_bytes(b.nbytes),
                             b.init.describe(), str(b.save) if b.save else "")
         console.print(buffers)
+    if spec.device_values:
+        shown = ", ".join(f"{k}={v}" for k, v in spec.device_values.items())
+        console.print(escape(f"device values {shown} (from {spec.device_source})"))
+    for note in spec.notes:
+        console.print(escape(f"note: {note}"))
     console.print(f"device memory {human_bytes(plan.device_bytes)}; "
                   f"checks: {', '.join(c.output for c in spec.checks) or 'none'}; "
                   f"launcher {prepared.launcher.__file__}")
@@ -83,6 +89,11 @@ def render_props(devices: list[dict], console) -> None:
         for label, text in table_rows(info):
             table.add_row(label, text)
         console.print(table)
+
+
+def _error_text(value: float | None) -> str:
+    """A check's max error; None when no pair of values was finite on both sides."""
+    return "n/a" if value is None else f"{value:.3g}"
 
 
 def render_result(result, console) -> None:
@@ -109,12 +120,15 @@ def render_result(result, console) -> None:
         for c in result.checks:
             tolerance = "exact" if c.exact else f"{c.rtol:g} / {c.atol:g}"
             checks.add_row(c.name, "[green]pass[/green]" if c.passed else "[red]FAIL[/red]",
-                           f"{c.max_abs_err:.3g}", f"{c.max_rel_err:.3g}",
+                           _error_text(c.max_abs_err), _error_text(c.max_rel_err),
                            f"{c.mismatches} / {c.count}", tolerance)
         console.print(checks)
         for c in result.checks:
             for index, got, expected in c.first_mismatches:
                 console.print(f"  {c.name}{list(index)}: got {got!r}, expected {expected!r}")
+
+    for report in result.debug:             # guard bands, --repeat
+        report.render(console)
 
     if result.timing is not None:
         t = result.timing

@@ -28,6 +28,8 @@ class RunOptions:
     progress: bool = True
     raw_events: bool = False            # keep the event pair's own offset in the samples
     keep_samples: bool = False          # every timing sample in the JSON (`--samples`)
+    guard: bool = True                  # guard bands around the buffers (debug/guards.py)
+    repeat: int = 1                     # launches compared bit for bit (debug/repeat.py)
 
 
 @dataclass
@@ -44,10 +46,13 @@ class RunResult:
     samples_us: list[float] | None = None            # kept with RunOptions.keep_samples
     sm_clock_mhz: list[float] = field(default_factory=list)   # measured while timing
     timing_s: float | None = None                    # wall time of the timing itself
+    debug: list = field(default_factory=list)        # guard and repeat reports (debug/)
 
     @property
     def passed(self) -> bool | None:
         from .check import summarize
+        if any(report.passed is False for report in self.debug):
+            return False
         return summarize(self.checks)
 
     @property
@@ -103,6 +108,7 @@ class RunResult:
                 "outputs": {c.name: c.to_json() for c in self.checks},
             },
             "saved": self.saved,
+            **{report.key: report.to_json() for report in self.debug},
         }
 
 
@@ -171,13 +177,16 @@ class Session:
 
 
 def make_ready(spec: Spec, device: driver.Device, arch: str | None = None,
-               early: Early | None = None, session: Session | None = None) -> Ready:
+               early: Early | None = None, session: Session | None = None,
+               guard: bool = False) -> Ready:
     """`early`: what was done before the device was open (see `run_spec`);
-    `session`: binaries and modules to reuse."""
+    `session`: binaries and modules to reuse; `guard`: guard bands around the
+    buffers."""
     from . import buffers
     from .arguments import launcher_values
     from .kernel import load_kernel
     from .prepare import check_device, prepare
+    from .specialization import check_addresses
     if early and early.prepared:
         prepared = early.prepared
         check_device(prepared, device)
@@ -186,9 +195,10 @@ def make_ready(spec: Spec, device: driver.Device, arch: str | None = None,
     plan, launcher = prepared.plan, prepared.launcher
     kernel = load_kernel(prepared.cubin, prepared.kernel_name, device, plan,
                          module=session.load_module(prepared.cubin) if session else None)
-    memory = buffers.allocate(plan, early.host_arrays if early else None)
+    memory = buffers.allocate(plan, early.host_arrays if early else None, guard=guard)
     try:
         values = launcher_values(plan.slots, memory)
+        check_addresses(plan, values)
         launch = spec.launch
         config = launcher.Config(
             kernel.handle, block=spec.block, shared=launch.shared, num_ctas=launch.num_ctas,
@@ -203,6 +213,19 @@ def make_ready(spec: Spec, device: driver.Device, arch: str | None = None,
     def launch_once(stream: int) -> None:
         launch_fn(config, gx, gy, gz, stream, *values)
     return Ready(prepared, kernel, memory, launch_once)
+
+
+def check_data(spec: Spec) -> None:
+    """The host data and check references the spec describes, checked without
+    making them: a dry run evaluates them, and a launch finds a bad reference
+    before the kernel runs, not after."""
+    from .check import check_reference
+    from .hostdata import check_init
+    for buffer in spec.buffers.values():
+        check_init(buffer)
+    env = spec.expression_env()
+    for check in spec.checks:
+        check_reference(check, spec.buffers[check.output], spec.buffers, env)
 
 
 @dataclass(frozen=True)
@@ -237,7 +260,8 @@ def run_spec(spec: Spec, options: RunOptions,
             opened = driver.open_device(options.device or 0)
         session = Session(opened)
     try:
-        ready = make_ready(spec, session.device, early=early, session=session)
+        ready = make_ready(spec, session.device, early=early, session=session,
+                           guard=options.guard)
         try:
             return _Run(spec, ready, session, options).execute()
         finally:
@@ -275,6 +299,8 @@ class _Run:
             self.guarded(self.ready.launch, stream)
             driver.stream_synchronize(stream, context=f"after kernel {kernel.name!r}")
         self.check_and_save(self.ready.memory, result)
+        if plan.ctas > 0:
+            self.debug_checks(result, stream)
         if self.options.bench and plan.ctas > 0:
             result.l2 = self.options.l2 or spec.bench.l2
             started = time.perf_counter()
@@ -294,6 +320,20 @@ class _Run:
         except self.launcher.CudaCallError as exc:
             call_name, code = exc.args
             raise driver.cuda_error(call_name, code, f"kernel {self.kernel_name!r}") from None
+
+    def debug_checks(self, result: RunResult, stream: int) -> None:
+        """Guard bands after the checked launch, then `--repeat`'s further launches."""
+        memory = self.ready.memory
+        if memory.guards:
+            from .debug.guards import GuardReport, check_guards
+            result.debug.append(GuardReport(len(memory.guards), check_guards(memory.guards)))
+        if self.options.repeat > 1:
+            from .debug.repeat import repeat_and_compare
+
+            def launch() -> None:
+                self.guarded(self.ready.launch, stream)
+                driver.stream_synchronize(stream, context=f"after kernel {self.kernel_name!r}")
+            result.debug.append(repeat_and_compare(memory, self.plan, launch, self.options.repeat))
 
     def check_and_save(self, memory, result: RunResult) -> None:
         from .check import run_check

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence, Union
 
 from .dtypes import ELEMENT_TYPES, SCALAR_TYPES, ElementType
-from .errors import SpecError
+from .errors import SpecError, excerpt
+from .limits import MAX_PARAMS, MAX_SIGNATURE_CHARS, MAX_TYPE_CHARS, MAX_TYPE_DEPTH
 
 # --- parameter types -------------------------------------------------------
 
@@ -106,7 +107,8 @@ def parse_type(value, field: str) -> ParamType:
         return TupleType(tuple(parse_type(item, f"{field}[{i}]")
                                for i, item in enumerate(value)))
     if not isinstance(value, str):
-        raise SpecError(f"a type must be a string or a list, got {value!r}", field=field)
+        raise SpecError(f"a type must be a string or a list, got {excerpt(value)}", field=field)
+    check_type_bounds(value, field)
     text = value.strip()
     if text.startswith("(") and text.endswith(")"):
         return parse_compact(text[1:-1], field=field, as_tuple=True)
@@ -119,28 +121,46 @@ def parse_type(value, field: str) -> ParamType:
     if m := _POINTER.fullmatch(text):
         pointee = ELEMENT_TYPES.get(m.group(2))
         if pointee is None:
-            raise SpecError(f"unknown pointee type {m.group(2)!r} in {text!r}; "
+            raise SpecError(f"unknown pointee type {excerpt(m.group(2))} in {excerpt(text)}; "
                             f"known: {', '.join(ELEMENT_TYPES)}", field=field)
         return PointerType(pointee, const=bool(m.group(1)))
     if m := _TENSORDESC.fullmatch(text):
         dtype = ELEMENT_TYPES.get(m.group(1))
         if dtype is None:
-            raise SpecError(f"unknown element type {m.group(1)!r} in {text!r}", field=field)
+            raise SpecError(f"unknown element type {excerpt(m.group(1))} in {excerpt(text)}", field=field)
         try:
             block = tuple(int(d) for d in m.group(2).split(","))
         except ValueError:
-            raise SpecError(f"tensordesc block dims must be integers: {text!r}",
+            raise SpecError(f"tensordesc block dims must be integers: {excerpt(text)}",
                             field=field) from None
         if not 1 <= len(block) <= 5 or any(d <= 0 for d in block):
-            raise SpecError(f"tensordesc needs 1 to 5 positive block dims: {text!r}",
+            raise SpecError(f"tensordesc needs 1 to 5 positive block dims: {excerpt(text)}",
                             field=field)
         return TensorDescType(dtype, block)
     from .aggregates import parse_aggregate     # here: it builds on this module
     if (aggregate := parse_aggregate(text, field)) is not None:
         return aggregate
-    raise SpecError(f"unknown type {value!r}; expected one of {', '.join(SCALAR_TYPES)}, "
+    raise SpecError(f"unknown type {excerpt(value)}; expected one of {', '.join(SCALAR_TYPES)}, "
                     "*T, *kT, constexpr, nvTmaDesc, tensordesc<T[dims]>, struct[T, ...], "
                     "T[n], TxN or a list", field=field)
+
+
+def check_type_bounds(text: str, field: str, max_chars: int = MAX_TYPE_CHARS) -> None:
+    """Refuse a type string too long or nested too deeply to parse (limits.py),
+    before the recursive parser sees it."""
+    if len(text) > max_chars:
+        raise SpecError(f"a type of {len(text)} characters (at most {max_chars}): "
+                        f"{excerpt(text)}", field=field)
+    depth = deepest = 0
+    for ch in text:
+        if ch in "([<":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in ")]>":
+            depth -= 1
+    if deepest > MAX_TYPE_DEPTH:
+        raise SpecError(f"a type nested more than {MAX_TYPE_DEPTH} levels deep: "
+                        f"{excerpt(text)}", field=field)
 
 
 def _split_top_level(text: str) -> list[str]:
@@ -164,11 +184,13 @@ def parse_compact(text: str, field: str = "signature", as_tuple: bool = False):
     Returns a Signature with names arg0, arg1, ... (or a TupleType for the
     inside of parentheses).
     """
+    if not as_tuple:
+        check_type_bounds(text, field, MAX_SIGNATURE_CHARS)
     if not text.strip() and not as_tuple:
         return Signature(())                    # `--signature ""`: no parameters
     parts = _split_top_level(text)
     if any(not p for p in parts):
-        raise SpecError(f"empty type in {text!r}", field=field)
+        raise SpecError(f"empty type in {excerpt(text)}", field=field)
     types = [parse_type(p, f"{field}[{i}]") for i, p in enumerate(parts)]
     if as_tuple:
         return TupleType(tuple(types))
@@ -183,7 +205,7 @@ def parse_signature(mapping, field: str = "signature") -> Signature:
     params = []
     for name, value in mapping.items():
         if not isinstance(name, str) or not name.isidentifier():
-            raise SpecError(f"parameter name {name!r} is not an identifier", field=field)
+            raise SpecError(f"parameter name {excerpt(name)} is not an identifier", field=field)
         params.append((name, parse_type(value, f"{field}.{name}")))
     return Signature(tuple(params))
 
@@ -198,8 +220,8 @@ class Leaf:
     `type` is a scalar name, `*T` / `*kT`, or `nvTmaDesc`. `path` names it for
     people (`t[1]`, `desc.shape[0]`); `role` says where its value comes from:
     `value` (the argument itself), or for a tensor descriptor `desc.tma`,
-    `desc.base`, `desc.shape`, `desc.strides`, `desc.padding`, followed by
-    `desc.shape2` / `desc.strides2` for the trailing copies.
+    `desc.base`, `desc.shape`, `desc.strides`, `desc.padding`, `desc.tf32`,
+    followed by `desc.shape2` / `desc.strides2` for the trailing copies.
     """
     path: str
     type: str
@@ -208,7 +230,7 @@ class Leaf:
 
 
 def tensordesc_leaves(path: str, desc: TensorDescType, has_meta: bool,
-                      padding_flag: bool = True) -> list[Leaf]:
+                      flags: int = 1) -> list[Leaf]:
     n = desc.ndim
     if has_meta:
         head = [Leaf(f"{path}.tma", "nvTmaDesc", "desc.tma")]
@@ -216,20 +238,25 @@ def tensordesc_leaves(path: str, desc: TensorDescType, has_meta: bool,
         head = [Leaf(f"{path}.base", f"*{desc.dtype.name}", "desc.base")]
         head += [Leaf(f"{path}.shape[{i}]", "i64", "desc.shape", i) for i in range(n)]
         head += [Leaf(f"{path}.strides[{i}]", "i64", "desc.strides", i) for i in range(n)]
-        if padding_flag:                       # Triton 3.5+; 3.4 kernels take none
-            head += [Leaf(f"{path}.padding_nan", "i1", "desc.padding")]
+        # i1 flags: Triton 3.4 passes none, 3.5+ `padding == "nan"`, 3.7+ also
+        # `round_f32_to_tf32` (cubinrun's descriptors never round: 0)
+        head += [Leaf(f"{path}.{name}", "i1", role)
+                 for name, role in DESC_FLAGS[:flags]]
     tail = [Leaf(f"{path}.shape[{i}]", "i32", "desc.shape2", i) for i in range(n)]
     tail += [Leaf(f"{path}.strides[{i}]", "i64", "desc.strides2", i) for i in range(n)]
     return head + tail
 
 
+DESC_FLAGS = (("padding_nan", "desc.padding"), ("round_f32_to_tf32", "desc.tf32"))
+
+
 def expand(signature: Signature, tensordesc_meta: Sequence | None = None,
-           padding_flag: bool = True) -> list[Leaf]:
+           flags: int = 1) -> list[Leaf]:
     """The flat parameter list (without the trailing scratch pointers).
 
     `tensordesc_meta` is Triton's list, one entry per tensor descriptor in
     order; an entry that is None (or no list at all) means the kernel takes
-    the decomposed form, which has a padding flag from Triton 3.5 on.
+    the decomposed form, which ends with `flags` i1 flags (see tensordesc_leaves).
     """
     descs = sum(1 for _ in _walk_descs(ty for _, ty in signature.params))
     if tensordesc_meta and len(tensordesc_meta) != descs:
@@ -245,12 +272,15 @@ def expand(signature: Signature, tensordesc_meta: Sequence | None = None,
             for i, item in enumerate(ty.items):
                 visit(f"{path}[{i}]", item)
         elif isinstance(ty, TensorDescType):
-            out.extend(tensordesc_leaves(path, ty, next(meta) is not None, padding_flag))
+            out.extend(tensordesc_leaves(path, ty, next(meta) is not None, flags))
         else:
             out.append(Leaf(path, str(ty)))
 
     for name, ty in signature.params:
         visit(name, ty)
+        if len(out) > MAX_PARAMS:
+            raise SpecError(f"the signature expands to more than {MAX_PARAMS} parameters "
+                            "(a kernel takes at most 32764 bytes of them)", field="signature")
     return out
 
 

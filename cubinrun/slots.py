@@ -126,11 +126,14 @@ def _desc_values(spec: Spec, desc: DescArg, start: int, leaves: list[Leaf]) -> l
     strides = row_major_strides(shape)
     n = len(shape)
     # with Triton metadata: tma, n shapes, n strides; without: base, n shapes,
-    # n strides, [padding], n shapes, n strides (see signature.tensordesc_leaves)
+    # n strides, [flags], n shapes, n strides (see signature.tensordesc_leaves)
     if leaves[start].role == "desc.tma":
         count = 1 + 2 * n
     else:
-        count = 1 + 4 * n + int(leaves[start + 1 + 2 * n].role == "desc.padding")
+        flags = 0
+        while leaves[start + 1 + 2 * n + flags].role in ("desc.padding", "desc.tf32"):
+            flags += 1
+        count = 1 + 4 * n + flags
     out = []
     for leaf in leaves[start:start + count]:
         role = leaf.role
@@ -144,4 +147,6 @@ def _desc_values(spec: Spec, desc: DescArg, start: int, leaves: list[Leaf]) -> l
             out.append(("scalar", desc.name, strides[leaf.index], desc))
         elif role == "desc.padding":
             out.append(("scalar", desc.name, int(desc.padding == "nan"), desc))
+        elif role == "desc.tf32":
+            out.append(("scalar", desc.name, 0, desc))
     return out

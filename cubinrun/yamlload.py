@@ -5,12 +5,17 @@ PyYAML's SafeLoader silently keeps the last of two equal keys; a spec with
 and lists come back as `LocatedDict` / `LocatedList`, plain dict and list
 subclasses that also record the 1-based line of each key or item, so errors
 can point at the line.
+
+The document is bounded before anything walks it (limits.py): its size on
+disk, its nesting, its size once aliases are expanded (a "billion laughs"
+document is refused, not expanded) and the digits of its integers.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import SpecError
+from .errors import SpecError, excerpt
+from .limits import MAX_INT_DIGITS, MAX_SPEC_BYTES, MAX_YAML_DEPTH, MAX_YAML_VALUES
 
 
 class LocatedDict(dict):
@@ -39,25 +44,51 @@ def _make_loader():
     import yaml
 
     class Loader(yaml.SafeLoader):
-        pass
+        depth = 0
+
+        def compose_node(self, parent, index):
+            # PyYAML composes recursively: refuse deep nesting before Python's
+            # own recursion limit does.
+            self.depth += 1
+            try:
+                if self.depth > MAX_YAML_DEPTH:
+                    line = self.peek_event().start_mark.line + 1
+                    raise SpecError(f"nested more than {MAX_YAML_DEPTH} levels deep", line=line)
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+        def construct_document(self, node):
+            _check_expanded_size(node)
+            return super().construct_document(node)
 
     def construct_mapping(loader, node):
         loader.flatten_mapping(node)            # honour `<<` merge keys
         mapping = LocatedDict()
         mapping.line = node.start_mark.line + 1
-        for key_node, value_node in node.value:
+        pairs = _rejoin_split_values(node.value) if node.flow_style else (
+            (k, v, None) for k, v in node.value)
+        for key_node, value_node, text in pairs:
             key = loader.construct_object(key_node, deep=True)
             line = key_node.start_mark.line + 1
             try:
                 duplicate = key in mapping
             except TypeError:
-                raise SpecError(f"unhashable mapping key {key!r}", line=line) from None
+                raise SpecError(f"unhashable mapping key {excerpt(key)}", line=line) from None
             if duplicate:
-                raise SpecError(f"duplicate key {key!r} (first on line {mapping.lines[key]})",
-                                line=line)
-            mapping[key] = loader.construct_object(value_node, deep=True)
+                raise SpecError(f"duplicate key {excerpt(key)} (first on line "
+                                f"{mapping.lines[key]})", line=line)
+            mapping[key] = (text if text is not None
+                            else loader.construct_object(value_node, deep=True))
             mapping.lines[key] = line
         return mapping
+
+    def construct_int(loader, node):
+        digits = sum(c.isdigit() for c in node.value)
+        if digits > MAX_INT_DIGITS:
+            raise SpecError(f"an integer of {digits} digits (at most {MAX_INT_DIGITS})",
+                            line=node.start_mark.line + 1)
+        return yaml.SafeLoader.construct_yaml_int(loader, node)
 
     def construct_sequence(loader, node):
         items = LocatedList()
@@ -69,7 +100,85 @@ def _make_loader():
 
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_sequence)
+    Loader.add_constructor("tag:yaml.org,2002:int", construct_int)
     return Loader
+
+
+def _check_expanded_size(root) -> None:
+    """Refuse a document whose values, aliases expanded, exceed MAX_YAML_VALUES.
+
+    Each node's expanded size is computed once (aliases share nodes), without
+    recursion, so the check costs as much as the document's text.
+    """
+    import yaml
+    size: dict[int, int] = {}
+    active: set[int] = set()
+    stack = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in size:
+            continue
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            children = []
+        if children_done:
+            active.discard(id(node))
+            total = 1 + sum(size[id(c)] for c in children)
+            if total > MAX_YAML_VALUES:
+                raise SpecError(f"more than {MAX_YAML_VALUES} values once its aliases are "
+                                "expanded", line=node.start_mark.line + 1)
+            size[id(node)] = total
+            continue
+        active.add(id(node))
+        stack.append((node, True))
+        for child in children:
+            if id(child) in active:
+                raise SpecError("an alias refers to the node that contains it",
+                                line=child.start_mark.line + 1)
+            if id(child) not in size:
+                stack.append((child, False))
+
+
+def _unbalanced(value: str) -> int:
+    return value.count("(") - value.count(")")
+
+
+def _rejoin_split_values(pairs):
+    """Undo YAML splitting `{expect: maximum(x, y)}` at the comma in the call.
+
+    In a flow mapping YAML reads `expect: maximum(x` and then `y)` as a key
+    with no value. A plain value with more `(` than `)` is joined with the
+    following keys that have no value (written `y)`, not `y: ...`) until the
+    parentheses balance. Yields (key node, value node, joined text or None).
+    """
+    import yaml
+    pairs = list(pairs)
+    i = 0
+    while i < len(pairs):
+        key, value = pairs[i]
+        i += 1
+        if not (_plain(value) and _unbalanced(value.value) > 0):
+            yield key, value, None
+            continue
+        parts, depth = [value.value], _unbalanced(value.value)
+        while depth > 0 and i < len(pairs):
+            k, v = pairs[i]
+            no_value = (isinstance(v, yaml.ScalarNode) and v.value == ""
+                        and v.start_mark.index == v.end_mark.index)
+            if not (_plain(k) and no_value):
+                break
+            parts.append(k.value)
+            depth += _unbalanced(k.value)
+            i += 1
+        yield key, value, ", ".join(parts) if len(parts) > 1 else None
+
+
+def _plain(node) -> bool:
+    import yaml
+    return isinstance(node, yaml.ScalarNode) and node.style is None
 
 
 def _rejoin_split_calls(children):
@@ -111,17 +220,22 @@ def load_yaml_text(text: str, file: str | None = None):
         line = mark.line + 1 if mark else None
         problem = exc.problem or exc.context or "invalid YAML"
         raise SpecError(f"invalid YAML: {problem}", file=file, line=line) from None
+    except yaml.reader.ReaderError as exc:      # a control character such as NUL
+        line = text.count("\n", 0, exc.position) + 1
+        what = f"character #x{exc.character:04x}" if isinstance(exc.character, int) else "byte"
+        raise SpecError(f"invalid YAML: {what} is not allowed in YAML text",
+                        file=file, line=line) from None
     except yaml.YAMLError as exc:
-        raise SpecError(f"invalid YAML: {exc}", file=file) from None
+        first = (str(exc).splitlines() or ["?"])[0]
+        raise SpecError(f"invalid YAML: {first}", file=file) from None
+    except RecursionError:          # a safety net: the bounds above should come first
+        raise SpecError("invalid YAML: nested too deeply", file=file) from None
 
 
 def load_yaml_file(path: Path):
+    from .inputs import decode_utf8, read_bounded
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError("no such file", file=str(path)) from None
-    except IsADirectoryError:
-        raise SpecError("is a directory, not a spec file", file=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"cannot read: {exc}", file=str(path)) from None
-    return load_yaml_text(text, file=str(path))
+        data = read_bounded(path, MAX_SPEC_BYTES, "spec")
+    except SpecError as exc:         # the message starts with the path: say it once
+        raise SpecError(exc.message.removeprefix(f"{path}: "), file=str(path)) from None
+    return load_yaml_text(decode_utf8(data, str(path), "spec"), file=str(path))

@@ -79,8 +79,9 @@ def test_an_aggregate_is_one_parameter():
     ("u8[40000]", "40000 bytes; kernel parameters hold at most 32764"),
     ("struct[u8[20000], u8[20000]]", "hold at most 32764"),
     ("i32" + "[1]" * 20, "nest at most 8 deep"),
-    ("struct[" * 3000 + "i32" + "]" * 3000, "nest at most 8 deep"),
-    ("i32[" + "9" * 5000 + "]", "has too many elements"),
+    ("struct[" * 3000 + "i32" + "]" * 3000, "a type of 24003 characters (at most 4000)"),
+    ("i32[" + "9" * 1000 + "]", "has too many elements"),
+    ("i32[" + "9" * 5000 + "]", "a type of 5005 characters (at most 4000)"),
 ])
 def test_bad_aggregates_are_one_spec_error(text, fragment):
     with pytest.raises(SpecError) as err:

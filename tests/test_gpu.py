@@ -138,3 +138,38 @@ def test_two_runs_of_the_same_spec_compare_same(tmp_path):
     proc = cubinrun("compare", "--json", *files)
     comparison = json.loads(proc.stdout)["comparisons"][0]
     assert proc.returncode == 0 and comparison["verdict"] == "SAME", comparison
+
+
+TRITON_SAMPLES = ["triton_matmul.yaml", "triton_softmax.yaml", "triton_layer_norm.yaml"]
+
+
+@pytest.mark.parametrize("config", TRITON_SAMPLES)
+def test_triton_39_samples_pass_their_numpy_references(config):
+    report = launch_json(config)
+    assert report["check"]["passed"] is True, report["check"]
+    if config == "triton_matmul.yaml":
+        assert report["shared"] == 98304            # 96 KiB: opted in above 48 KiB
+    if config == "triton_softmax.yaml":             # persistent: 4 programs per SM
+        props = json.loads(cubinrun("props", "--json", check_exit=0).stdout)["devices"][0]
+        assert report["grid"] == [min(4 * props["sm_count"], 800), 1, 1]
+
+
+@pytest.mark.parametrize("config, override", [
+    ("triton_matmul.yaml", "M=500"), ("triton_softmax.yaml", "ROWS=810"),
+    ("triton_add.yaml", "N=1000"),
+])
+def test_a_broken_triton_specialization_is_refused_before_launch(config, override):
+    proc = cubinrun("launch", CONFIGS / config, "--set", override, *FAST, check_exit=2)
+    assert "not a multiple of 16" in proc.stderr and "tt.divisibility = 16" in proc.stderr
+
+
+def test_arch_defaults_match_this_device_when_it_is_the_known_one():
+    from cubinrun.spec.device_values import KNOWN_GPUS
+    props = json.loads(cubinrun("props", "--json", check_exit=0).stdout)["devices"][0]
+    arch = "sm_" + props["arch"].removeprefix("sm_").rstrip("af")
+    if arch not in KNOWN_GPUS or not any(n in props["name"] for n in ("H100", "H200", "A100")):
+        pytest.skip(f"no defaults to compare for {props['name']}")
+    _, values = KNOWN_GPUS[arch]
+    assert {"sm_count": props["sm_count"], "l2_bytes": props["l2_bytes"],
+            "max_shared_optin": props["shared_per_block_optin"],
+            "warp_size": props["warp_size"]} == values

@@ -6,6 +6,7 @@ others fail with exit code 1, and everything around the GPU is exercised."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 import numpy as np
@@ -157,7 +158,7 @@ def test_big_shared_memory_is_opted_in(device, fake_libcuda, capsys):
 def test_shared_memory_over_the_limit_names_the_field(device, capsys):
     code, _, err = run_cli(capsys, "launch", CONFIGS / "smem_big.yaml", "--set", "CHUNK=60000")
     assert code == 2
-    assert "smem_big.yaml: launch.shared: 240000 bytes" in err.strip().splitlines()[-1]
+    assert re.search(r"smem_big.yaml:\d+: launch.shared: 240000 bytes", err.strip().splitlines()[-1])
 
 
 def test_scratch_is_allocated_per_cta_and_passed_last(device, fake_libcuda, capsys):
@@ -207,3 +208,12 @@ def test_without_a_driver_launch_and_props_end_with_exit_4(capsys, monkeypatch):
         code, out, err = run_cli(capsys, *args)
         assert code == 4 and out == ""
         assert err.count("\n") == 1 and err.startswith("error: no NVIDIA driver found")
+
+
+def test_a_launch_takes_device_values_from_its_device(device, fake_libcuda, capsys, tmp_path):
+    text = (CONFIGS / "vector_add.yaml").read_text().replace("../kernels/", f"{REPO}/kernels/")
+    spec = tmp_path / "persistent.yaml"
+    spec.write_text(text.replace("grid: [cdiv(N, BLOCK)]", "grid: [min(sm_count, cdiv(N, BLOCK))]"))
+    code, out, err = run_cli(capsys, "launch", "--json", spec, "--no-bench")
+    assert json.loads(out)["grid"] == [132, 1, 1]           # the fake device's 132 SMs
+    assert fake_libcuda.launches()[0].grid == (132, 1, 1)

@@ -139,7 +139,8 @@ def test_the_table_names_the_gpu_only_when_runs_used_several():
     (("--workers-per-gpu", "2"), "go with --devices or --ray"),
     (("--devices", "0", "--workers-per-gpu", "0"), "expected 1 to 16"),
     (("--devices", "0", "--dry-run"), "--dry-run needs no GPU"),
-    (("--ray", "not-an-address"), "not a Ray address"),
+    (("--ray", "--sanitize"), "--sanitize runs each run in its own process"),
+    (("--ray", "--workers-per-gpu", "2", "--devices", "0"), "choose one"),
 ])
 def test_scale_out_usage_errors_are_one_line(device, capsys, args, message):
     code, out, err = run_cli(capsys, "launch", CONFIGS / "vector_add.yaml", *args)
@@ -153,13 +154,14 @@ def test_ray_without_ray_installed_says_how_to_get_it(device, monkeypatch, capsy
     assert err == "error: --ray needs Ray, an optional extra: pip install 'cubinrun[ray]'\n"
 
 
-def test_ray_given_a_spec_instead_of_an_address_takes_it_back():
-    from cubinrun.cli.launch import _ray_address
-    spec = str(CONFIGS / "vector_add.yaml")
-    assert _ray_address((), spec) == ((spec,), "local")
-    assert _ray_address(("a.yaml",), "auto") == (("a.yaml",), "auto")
-    assert _ray_address(("a.yaml",), "10.0.0.2:6379") == (("a.yaml",), "10.0.0.2:6379")
-    assert _ray_address(("a.yaml",), "ray://head:10001") == (("a.yaml",), "ray://head:10001")
+def test_ray_takes_the_next_word_as_its_address_only_when_it_is_one():
+    from cubinrun.cli.launch import optional_address
+    assert optional_address(["a.yaml", "--ray"]) == ["a.yaml", "--ray=local"]
+    assert optional_address(["--ray", "a.yaml"]) == ["--ray=local", "a.yaml"]
+    for address in ("auto", "local", "10.0.0.2:6379", "ray://head:10001", "[::1]:6379"):
+        assert optional_address(["--ray", address, "a.yaml"]) == [f"--ray={address}", "a.yaml"]
+    assert optional_address(["--ray", "--json", "--", "--ray"]) == ["--ray=local", "--json",
+                                                                    "--", "--ray"]
 
 
 # --- the files a run carries ------------------------------------------------------------
@@ -200,6 +202,10 @@ def test_a_run_names_every_file_it_reads(project):
     assert sorted(p.relative_to(project) for p in needed_files(source)) == [
         Path("kernels/common.h"), Path("kernels/inner/more.h"), Path("kernels/k.cu"),
         Path("specs/src.yaml")]
+    softmax = expand([str(CONFIGS / "triton_softmax.yaml")], {})[0]    # names sm_count
+    assert sorted(p.name for p in needed_files(softmax)) == [
+        "softmax_kernel.cubin", "softmax_kernel.json", "softmax_kernel.source",
+        "softmax_x.npy", "softmax_y.npy", "triton_softmax.yaml"]
     broken = project / "specs" / "broken.yaml"
     broken.write_text("kernel: [")
     assert needed_files(expand([str(broken)], {})[0]) == [broken]   # the worker says why

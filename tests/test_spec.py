@@ -105,7 +105,7 @@ def test_errors_name_file_field_and_line(write_spec):
     (("  num_warps: 4", "  num_warps: 4\n  shared: -1"), "launch.shared", "must be >= 0"),
     (("  num_warps: 4", "  num_warps: 4\n  pdl: yes please"), "launch.pdl", "true or false"),
     (("  num_warps: 4", "  num_warps: 4\n  warps: 4"), "launch.warps", "unknown key"),
-    (("  num_warps: 4", "  num_ctas: 32"), "launch.num_ctas", "exceeds the hardware maximum"),
+    (("  num_warps: 4", "  num_ctas: 32"), "launch.num_ctas", "must be <= 16 (the largest cluster)"),
     (("  num_warps: 4", "  num_ctas: 2\n  cluster: [2]"), "launch.cluster", "either num_ctas or cluster"),
     (("  num_warps: 4", "  global_scratch: {size: 64, align: 3}"), "launch.global_scratch.align",
      "power of two"),
@@ -367,6 +367,8 @@ grid: [cdiv(N, 1024)]
 @pytest.mark.parametrize("version, leaves", [
     ("3.4.0", 9),    # base, 2 shapes, 2 strides, (no padding flag), 2 shapes, 2 strides
     ("3.5.1", 10),   # ... with the padding flag
+    ("3.7.1", 11),   # ... and round_f32_to_tf32
+    ("3.9.0", 11),
 ])
 def test_decomposed_tensordesc_padding_flag_follows_the_triton_version(tmp_path, version, leaves):
     entry = TRITON / version / "add_kernel" / "add_kernel.json"

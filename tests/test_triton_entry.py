@@ -1,4 +1,4 @@
-"""Triton cache entries made by Triton 3.4, 3.5 and 3.6 for sm_90 (see
+"""Triton cache entries made by each Triton release 3.4 to 3.9 for sm_90 (see
 tests/fixtures/make_triton_fixtures.py): metadata, recovered signatures, and
 the parameter layout checked against each cubin's own KPARAM_INFO records."""
 from __future__ import annotations
@@ -15,14 +15,14 @@ from cubinrun.signature import expand, leaf_size
 from cubinrun.spec.triton_entry import read_triton_entry, signature_from_ttir
 
 FIXTURES = Path(__file__).parent / "fixtures" / "triton"
-VERSIONS = ["3.4.0", "3.5.1", "3.6.0"]
+VERSIONS = ["3.4.0", "3.5.1", "3.6.0", "3.7.1", "3.8.0", "3.9.0"]
 
 # The same metadata in every version.
 KERNELS = {
     "add_kernel": dict(num_warps=4, num_ctas=1, cluster_dims=(1, 1, 1), shared=0,
                        global_scratch=(0, 1), cooperative=False, pdl=False, descs=0,
                        signature="*fp32,*fp32,*fp32,i32",
-                       names=["x_ptr", "y_ptr", "out_ptr", "n"]),
+                       names=["x_ptr", "y_ptr", "out_ptr", "n"], divisibility=(16,) * 4),
     "scalars_kernel": dict(num_warps=1, num_ctas=1, cluster_dims=(1, 1, 1), shared=0,
                            global_scratch=(0, 1), cooperative=True, pdl=True, descs=0,
                            # signless TTIR: u16 -> i16, u32 -> i32; fp8e4b15 is i8
@@ -41,6 +41,11 @@ KERNELS = {
     "tuple_kernel": dict(num_warps=2, num_ctas=2, cluster_dims=(2, 1, 1), shared=0,
                          global_scratch=(0, 1), cooperative=False, pdl=False, descs=0,
                          signature="(*fp32,*fp32),i32", names=["ptrs", "n"]),
+    # `stride` was 1 and is folded away; x_ptr, out_ptr and n are divisible by 16
+    "fold_kernel": dict(num_warps=4, num_ctas=1, cluster_dims=(1, 1, 1), shared=0,
+                        global_scratch=(0, 1), cooperative=False, pdl=False, descs=0,
+                        signature="*fp32,*fp32,i32", names=["x_ptr", "out_ptr", "n"],
+                        divisibility=(16, 16, 16)),
 }
 
 # 3.4 names TTIR arguments %arg0, %arg1 ... and has no location names, so a
@@ -51,6 +56,7 @@ NAMES_34 = {
     "tma_copy_kernel": ["arg0", "arg5", "arg10", "arg11"],
     "make_desc_kernel": ["arg0", "arg1", "arg2", "arg3"],
     "tuple_kernel": ["arg0", "arg1", "arg2"],
+    "fold_kernel": ["arg0", "arg1", "arg2"],
 }
 TENSORDESC_META = {"swizzle": 3, "elem_size": 2, "elem_type": 6, "block_size": [64, 64],
                    "fp4_padded": False}
@@ -93,7 +99,11 @@ def test_entry_metadata_and_signature(version, kernel):
     assert (entry.global_scratch_size, entry.global_scratch_align) == want["global_scratch"]
     assert (entry.profile_scratch_size, entry.profile_scratch_align) == (0, 1)
     assert (entry.cooperative, entry.pdl) == (want["cooperative"], want["pdl"])
-    assert entry.tensordesc_meta == [TENSORDESC_META] * want["descs"]
+    # 3.8 adds `is_im2col` to each descriptor's entry
+    im2col = {"is_im2col": False} if version >= "3.8" else {}
+    assert entry.tensordesc_meta == [{**TENSORDESC_META, **im2col}] * want["descs"]
+    assert entry.ttir.leaf_divisibility(entry.tensordesc_meta, entry.desc_flags) == want.get(
+        "divisibility", (None,) * len(expand(entry.signature, entry.tensordesc_meta)))
     assert entry.num_scratch_params == (1 if version == "3.4.0" else 2)
     if version == "3.4.0":
         assert entry.signature.names() == NAMES_34[kernel]
@@ -144,7 +154,7 @@ def test_errors_name_the_file(tmp_path):
     with pytest.raises(SpecError, match=r"nope\.json: cannot read the Triton metadata"):
         read_triton_entry(tmp_path / "nope.json")
     (tmp_path / "bad.json").write_text("{not json")
-    with pytest.raises(SpecError, match=r"bad\.json: not valid JSON"):
+    with pytest.raises(SpecError, match=r"bad\.json:1: not valid JSON"):
         read_triton_entry(tmp_path / "bad.json")
     with pytest.raises(SpecError, match="group index; give the kernel's own add_kernel.json"):
         read_triton_entry(tmp_path / "__grp__add_kernel.json")
@@ -206,3 +216,71 @@ def test_ttir_types_cubinrun_cannot_pass():
                             "%d_0: i32, %d_1: i32) {")
     with pytest.raises(SpecError, match="argument list never closes"):
         signature_from_ttir("tt.func public @k(%d: i32")
+
+
+def newer_entry(tmp_path, version="3.10.0", **changes) -> Path:
+    src = FIXTURES / "3.9.0/add_kernel"
+    for suffix in (".cubin", ".source"):
+        shutil.copy(src / f"add_kernel{suffix}", tmp_path)
+    meta = json.loads((src / "add_kernel.json").read_text())
+    meta.update(triton_version=version, **changes)
+    path = tmp_path / "add_kernel.json"
+    path.write_text(json.dumps(meta))
+    return path
+
+
+def test_an_entry_from_a_newer_release_is_read_with_a_note(tmp_path):
+    entry = read_triton_entry(newer_entry(tmp_path, warp_specialize=True))
+    assert entry.version == (3, 10) and entry.desc_flags == 2
+    assert str(entry.signature) == "*fp32,*fp32,*fp32,i32"
+    assert len(entry.notes) == 1
+    assert "Triton 3.10.0 is newer than the releases cubinrun knows (3.4-3.9)" in entry.notes[0]
+    assert "keys 3.9 does not write: warp_specialize" in entry.notes[0]
+
+
+def test_an_entry_from_a_newer_release_that_does_not_read_names_it(tmp_path):
+    path = newer_entry(tmp_path)
+    ttir = (tmp_path / "add_kernel.source").read_text()
+    (tmp_path / "add_kernel.source").write_text(ttir.replace("!tt.ptr<f32>", "!tt.ptr2<f32>", 1))
+    with pytest.raises(SpecError, match=r"has type !tt\.ptr2<f32>, which cubinrun cannot pass.*"
+                                        r"this entry is from Triton 3\.10\.0, newer than"):
+        read_triton_entry(path)
+    # a known release with the same TTIR: the plain message
+    meta = json.loads(path.read_text())
+    path.write_text(json.dumps({**meta, "triton_version": "3.9.0"}))
+    with pytest.raises(SpecError) as err:
+        read_triton_entry(path)
+    assert "newer than" not in str(err.value)
+
+
+def test_a_spec_signature_needs_no_readable_ttir(tmp_path):
+    path = newer_entry(tmp_path, version="3.9.0")
+    (tmp_path / "add_kernel.source").write_text("not a TTIR")
+    entry = read_triton_entry(path, with_signature=False)
+    assert entry.ttir is None and entry.signature is None
+    assert "not checked against what Triton specialized" in entry.notes[0]
+
+
+def test_ttir_divisibility_lines_up_with_decomposed_descriptors():
+    text = ("tt.func public @k(%d: !tt.tensordesc<16x32xf32> {tt.divisibility = 16 : i32} "
+            "loc(\"d\"(#loc)), %d.shape.0: i32 {tt.divisibility = 16 : i32} loc(\"d.shape.0\"), "
+            "%d.shape.1: i32 loc(\"d.shape.1\"), %d.stride.0: i64 {tt.divisibility = 16 : i32} "
+            "loc(\"d.stride.0\"), %d.stride.1: i64 loc(\"d.stride.1\"), "
+            "%t.0: i32 {tt.divisibility = 8 : i32} loc(\"t.0\")) {")
+    from cubinrun.spec.triton_entry import read_ttir
+    ttir = read_ttir(text)
+    assert str(ttir.signature) == "tensordesc<fp32[16, 32]>,(i32)"
+    assert ttir.names == ("d", "t")
+    tail = (16, None, 16, None)
+    assert ttir.leaf_divisibility([{"swizzle": 0}], 2) == (16,) + tail + (8,)
+    # decomposed: base, 2 shapes, 2 strides and 2 flags before the tail
+    assert ttir.leaf_divisibility(None, 2) == (16,) + (None,) * 6 + tail + (8,)
+    assert len(expand(ttir.signature, None, 2)) == 12
+
+
+def test_what_cubinrun_does_not_make_is_refused_by_name(tmp_path):
+    with pytest.raises(SpecError, match="instrumentation_mode 'gsan': Triton 3.8\\+ passes"):
+        read_triton_entry(newer_entry(tmp_path, version="3.9.0", instrumentation_mode="gsan"))
+    meta = [{**TENSORDESC_META, "is_im2col": True}]
+    with pytest.raises(SpecError, match=r"tensordesc_meta\[0\] is an im2col tensor descriptor"):
+        read_triton_entry(newer_entry(tmp_path, version="3.9.0", tensordesc_meta=meta))

@@ -37,7 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Union
 
-from ..errors import SpecError
+from ..errors import SpecError, excerpt, shorten
+from ..inputs import read_bounded
+from ..limits import MAX_BINARY_BYTES, MAX_DEMANGLE_CHARS
 
 EM_CUDA = 190
 STO_CUDA_ENTRY = 0x10
@@ -148,7 +150,7 @@ class CubinInfo:
             for kernel in self.kernels:
                 if getattr(kernel, wanted) == name:
                     return kernel
-        raise SpecError(f"{self._where()} has no kernel {name!r}; it has {self._names()}")
+        raise SpecError(f"{self._where()} has no kernel {excerpt(name)}; it has {self._names()}")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -173,7 +175,7 @@ class CubinInfo:
         return self.path or "the cubin"
 
     def _names(self) -> str:
-        return ", ".join(k.name for k in self.kernels) or "none"
+        return shorten(", ".join(k.name for k in self.kernels) or "none", 300)
 
 
 @dataclass(frozen=True)
@@ -208,20 +210,20 @@ def read_cubin(data: bytes, path: str | None = None) -> CubinInfo:
 
     where = path or "the cubin"
     _check_cuda_elf(data, where)
+    _check_layout(data, where)
     try:
         elf = ELFFile(io.BytesIO(data))
         return _read_elf(elf, data, path)
-    except (ELFError, struct.error, ValueError) as exc:
-        raise SpecError(f"{where} is not a readable cubin: {exc}") from None
+    # pyelftools is not written for hostile input: what the layout check above
+    # cannot rule out ends here as a damaged file, never as a traceback.
+    except (ELFError, struct.error, ValueError, OverflowError, IndexError, KeyError,
+            TypeError, AttributeError, AssertionError) as exc:
+        why = shorten(str(exc) or type(exc).__name__)
+        raise SpecError(f"{where} is not a readable cubin: {why}") from None
 
 
 def _read_file(path: Source) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read ({exc.strerror})") from None
+    return read_bounded(path, MAX_BINARY_BYTES, "cubin or fatbin")
 
 
 def _check_cuda_elf(data: bytes, where: str) -> None:
@@ -237,13 +239,90 @@ def _check_cuda_elf(data: bytes, where: str) -> None:
                         f"not a CUDA cubin (machine {EM_CUDA})")
 
 
+SHT_SYMTAB, SHT_NOBITS = 2, 8
+
+
+def _check_layout(data: bytes, where: str) -> None:
+    """Every offset and size in the ELF and section headers lies inside the file.
+
+    A header claiming an offset near 2**64 would otherwise reach pyelftools,
+    which seeks and reads wherever a header says."""
+    wide = data[4] == 2
+    header = 64 if wide else 52
+    if len(data) < header:
+        raise SpecError(f"{where} is not a readable cubin: truncated ELF header")
+    if wide:
+        shoff, = struct.unpack_from("<Q", data, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    else:
+        shoff, = struct.unpack_from("<I", data, 0x20)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x2E)
+    entry = 64 if wide else 40
+    bad = _check_segments(data, wide)
+    if bad:
+        pass
+    elif shnum == 0:
+        bad = "no section headers"
+    elif shentsize != entry:
+        bad = f"section header size {shentsize}, not {entry}"
+    elif shoff + shnum * entry > len(data):
+        bad = "the section headers lie past the end of the file"
+    elif shstrndx >= shnum:
+        bad = "no section name table"
+    for i in range(shnum if bad is None else 0):
+        at = shoff + i * entry
+        if wide:
+            sh_type, = struct.unpack_from("<I", data, at + 4)
+            offset, size = struct.unpack_from("<QQ", data, at + 0x18)
+            entsize, = struct.unpack_from("<Q", data, at + 0x38)
+        else:
+            sh_type, = struct.unpack_from("<I", data, at + 4)
+            offset, size = struct.unpack_from("<II", data, at + 0x10)
+            entsize, = struct.unpack_from("<I", data, at + 0x24)
+        if sh_type != SHT_NOBITS and offset + size > len(data):
+            bad = f"section {i} lies past the end of the file"
+        elif sh_type == SHT_SYMTAB and entsize != (24 if wide else 16):
+            bad = f"symbol table entry size {entsize}"
+        if bad:
+            break
+    if bad:
+        raise SpecError(f"{where} is not a readable cubin: {bad}")
+
+
+def _check_segments(data: bytes, wide: bool) -> str | None:
+    """What is wrong with the program headers (the driver loads by them), or None."""
+    if wide:
+        phoff, = struct.unpack_from("<Q", data, 0x20)
+        phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    else:
+        phoff, = struct.unpack_from("<I", data, 0x1C)
+        phentsize, phnum = struct.unpack_from("<HH", data, 0x2A)
+    entry = 56 if wide else 32
+    if phnum == 0:
+        return None
+    if phentsize != entry:
+        return f"program header size {phentsize}, not {entry}"
+    if phoff + phnum * entry > len(data):
+        return "the program headers lie past the end of the file"
+    for i in range(phnum):
+        at = phoff + i * entry
+        if wide:                        # p_offset, and p_filesz past p_vaddr and p_paddr
+            offset, size = struct.unpack_from("<Q16xQ", data, at + 8)
+        else:
+            offset, size = struct.unpack_from("<I8xI", data, at + 4)
+        if offset + size > len(data):
+            return f"segment {i} lies past the end of the file"
+    return None
+
+
 def _read_elf(elf: Any, data: bytes, path: str | None) -> CubinInfo:
     flags = elf.header["e_flags"]
     abi_version = data[8]
     sm, variant = _arch(flags, abi_version, _compat(elf), _tool_arch(elf))
     shared_info = _shared_info(elf)
     reserved = RESERVED_SHARED_BYTES if sm >= RESERVED_SHARED_FROM_SM else 0
-    kernels = [_kernel(elf, name, index, text, shared_info, reserved)
+    linked = _linked_sections(elf)
+    kernels = [_kernel(linked, name, index, text, shared_info, reserved)
                for name, index, text in _kernel_symbols(elf)]
     return CubinInfo(path=path, arch=f"sm_{sm}{variant}", sm=sm, variant=variant,
                      abi_version=abi_version, elf_flags=flags,
@@ -317,11 +396,12 @@ def _shared_info(elf: Any) -> _SharedInfo:
 
 def _kernel_symbols(elf: Any) -> Iterator[tuple[str, int, int]]:
     """(name, symbol index, .text section index) of each entry point."""
+    from elftools.elf.sections import SymbolTableSection
     symtab = elf.get_section_by_name(".symtab")
-    if symtab is None:
+    if not isinstance(symtab, SymbolTableSection):
         return
     raw = symtab.data()
-    entry_size = symtab["sh_entsize"] or (24 if elf.elfclass == 64 else 16)
+    entry_size = symtab["sh_entsize"]
     other_at = 5 if elf.elfclass == 64 else 13     # st_other, which pyelftools trims
     for index, symbol in enumerate(symtab.iter_symbols()):
         st_other = raw[index * entry_size + other_at]
@@ -332,11 +412,11 @@ def _kernel_symbols(elf: Any) -> Iterator[tuple[str, int, int]]:
             yield symbol.name, index, symbol["st_shndx"]
 
 
-def _kernel(elf: Any, name: str, symbol: int, text: int, shared_info: _SharedInfo,
+def _kernel(linked: dict, name: str, symbol: int, text: int, shared_info: _SharedInfo,
             reserved_shared: int) -> KernelInfo:
     attrs: dict[int, Any] = {}
     params: list[ParamInfo] = []
-    info = _linked_section(elf, ".nv.info.", text)
+    info = linked.get((".nv.info.", text))
     for attr, value in _records(info.data()) if info is not None else ():
         if attr == ATTR_PARAM_INFO:
             params.append(_param(value))
@@ -346,7 +426,7 @@ def _kernel(elf: Any, name: str, symbol: int, text: int, shared_info: _SharedInf
     param_bytes = attrs.get(ATTR_PARAM_BYTES)
     if not isinstance(param_bytes, int):
         param_bytes = max((p.offset + p.size for p in params), default=0)
-    shared = _linked_section(elf, ".nv.shared.", text)
+    shared = linked.get((".nv.shared.", text))
     shared_bytes = shared["sh_size"] if shared is not None else 0
     if shared_bytes >= reserved_shared:
         shared_bytes -= reserved_shared
@@ -365,13 +445,18 @@ def _kernel(elf: Any, name: str, symbol: int, text: int, shared_info: _SharedInf
     )
 
 
-def _linked_section(elf: Any, prefix: str, text: int) -> Any:
-    """The `prefix<kernel>` section tied (by sh_info) to the kernel's .text."""
+def _linked_sections(elf: Any) -> dict[tuple[str, int], Any]:
+    """The `.nv.info.<kernel>` and `.nv.shared.<kernel>` sections, keyed by the
+    kernel's .text section index (their sh_info). Found in one pass: a file with
+    many kernels and sections must not cost kernels x sections."""
+    linked: dict[tuple[str, int], Any] = {}
     for section in elf.iter_sections():
-        if (section.name.startswith(prefix) and section["sh_info"] == text
-                and section["sh_flags"] & SHF_INFO_LINK):
-            return section
-    return None
+        if not section["sh_flags"] & SHF_INFO_LINK:
+            continue
+        for prefix in (".nv.info.", ".nv.shared."):
+            if section.name.startswith(prefix):
+                linked.setdefault((prefix, section["sh_info"]), section)
+    return linked
 
 
 def _param(payload: Any) -> ParamInfo:
@@ -421,7 +506,7 @@ def demangle(name: str) -> str | None:
     """The C++ name of a mangled symbol, through libstdc++; None if not mangled."""
     import ctypes
 
-    if not name.startswith("_Z"):
+    if not name.startswith("_Z") or len(name) > MAX_DEMANGLE_CHARS:
         return None
     cxa = _cxa_demangle()
     if cxa is None:
@@ -476,6 +561,8 @@ def read_fatbin(data: bytes, path: str | None = None) -> list[FatbinEntry]:
     while pos + 16 <= len(data) and struct.unpack_from("<I", data, pos)[0] == FATBIN_MAGIC:
         _, _, header_size, body_size = struct.unpack_from("<IHHQ", data, pos)
         entry_pos, end = pos + header_size, pos + header_size + body_size
+        if header_size < 16:            # a header of 0 bytes would never move on
+            raise SpecError(f"{where} is not a readable fatbin: header size {header_size}")
         if end > len(data):
             raise SpecError(f"{where} is a truncated fatbin")
         while entry_pos < end:

@@ -4,8 +4,10 @@ Reading a cubin needs pyelftools, whose import alone costs ~35 ms here and
 ~90 ms on the GPU machine, for every `launch` and `launch --dry-run`. The facts
 (CubinInfo, as its JSON) are stored under the SHA-256 of the cubin and of
 cubin.py's source, so an edited parser never reads an old entry. A damaged
-or unreadable entry is parsed again; a cache that cannot be written is not an
-error (the facts are cheap to recompute).
+or unreadable entry is parsed again, and so is one whose JSON does not have
+the shape and types of CubinInfo (an entry edited or damaged into other
+valid JSON); a cache that cannot be written is not an error (the facts are
+cheap to recompute).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import json
 from pathlib import Path
 
 from ..cache import cache_root, write_atomically
+from ..limits import MAX_FACTS_BYTES
 from . import cubin
 from .cubin import CubinInfo
 
@@ -23,13 +26,52 @@ def _parser_digest() -> bytes:
     return hashlib.sha256(Path(cubin.__file__).read_bytes()).digest()
 
 
+def _int(value, nullable: bool = False) -> bool:
+    if value is None:
+        return nullable
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**64
+
+
+def _text(value, nullable: bool = False) -> bool:
+    return (nullable and value is None) or isinstance(value, str)
+
+
+def _dim3(value) -> bool:
+    return value is None or (isinstance(value, list) and len(value) == 3
+                             and all(_int(v) for v in value))
+
+
+def _valid_facts(data) -> bool:
+    """Whether `data` has exactly the types CubinInfo.to_json writes."""
+    if not (isinstance(data, dict) and _text(data.get("arch")) and _int(data.get("sm"))
+            and data.get("variant") in ("", "a", "f") and _int(data.get("abi_version"))
+            and _int(data.get("elf_flags")) and _text(data.get("toolkit"), True)
+            and _text(data.get("path"), True) and isinstance(data.get("kernels"), list)):
+        return False
+    for k in data["kernels"]:
+        if not (isinstance(k, dict) and _text(k.get("name")) and _text(k.get("demangled"), True)
+                and isinstance(k.get("params"), list) and _int(k.get("param_bytes"))
+                and _int(k.get("registers"), True) and _int(k.get("shared_static"))
+                and _int(k.get("local"), True) and _int(k.get("max_registers"), True)
+                and all(_dim3(k.get(key)) for key in ("max_threads", "required_block", "cluster"))
+                and all(key in k for key in ("max_threads", "required_block", "cluster"))):
+            return False
+        fields = ("ordinal", "offset", "size")
+        if not all(isinstance(p, dict) and all(_int(p.get(f)) for f in fields)
+                   for p in k["params"]):
+            return False
+    return True
+
+
 def read_cubin_cached(data: bytes, path: str | None = None) -> CubinInfo:
     """cubin.read_cubin(data, path), from the cache when this cubin was read before."""
     key = hashlib.sha256(_parser_digest() + data).hexdigest()
     entry = cache_root() / "cubins" / f"{key}.json"
     try:
-        info = CubinInfo.from_json(json.loads(entry.read_bytes()))
-    except (OSError, ValueError, KeyError, TypeError):
+        with open(entry, "rb") as f:
+            facts = json.loads(f.read(MAX_FACTS_BYTES))
+        info = CubinInfo.from_json(facts) if _valid_facts(facts) else None
+    except (OSError, ValueError, RecursionError):
         info = None
     if info is not None:
         return dataclasses.replace(info, path=path)          # the same bytes, maybe elsewhere

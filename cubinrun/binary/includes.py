@@ -15,8 +15,10 @@ import re
 from pathlib import Path
 from typing import Sequence
 
+from ..errors import SpecError
+from ..limits import MAX_HEADERS, MAX_HEADERS_BYTES, MAX_SOURCE_BYTES
+
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
-MAX_HEADERS = 1000      # a bound on the walk, far above any real kernel
 
 
 def include_dirs_in(options: Sequence[str]) -> list[str]:
@@ -47,8 +49,10 @@ def headers_digest(source: bytes, source_path: Path, folders: Sequence[str]) -> 
 
 def _read_headers(source: bytes, source_path: Path, folders: Sequence[str]) -> dict[Path, bytes]:
     """The local headers and their contents, each read once (b"" if unreadable)."""
+    from ..inputs import InputTooLarge, read_bounded
     search = [Path(f) for f in folders]
     found: dict[Path, bytes] = {}
+    total = 0
     pending = [(source, source_path.resolve().parent)]
     while pending and len(found) < MAX_HEADERS:
         text, here = pending.pop()
@@ -58,10 +62,16 @@ def _read_headers(source: bytes, source_path: Path, folders: Sequence[str]) -> d
             if header is None or header in found:
                 continue
             try:
-                found[header] = header.read_bytes()
-            except OSError:
-                found[header] = b""
+                found[header] = read_bounded(header, MAX_SOURCE_BYTES, "header")
+            except InputTooLarge:
+                raise
+            except SpecError:
+                found[header] = b""         # unreadable: NVRTC will say so
                 continue
+            total += len(found[header])
+            if total > MAX_HEADERS_BYTES:
+                raise SpecError(f"{source_path}: its local headers hold more than "
+                                f"{MAX_HEADERS_BYTES >> 20} MiB")
             pending.append((found[header], header.parent))
     return found
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SpecError
+from ..inputs import read_bounded
+from ..limits import MAX_BINARY_BYTES, MAX_PTX_BYTES, MAX_SOURCE_BYTES
 from ..spec import Spec
 from .cubin import CubinInfo, KernelInfo
 from .cubin_cache import read_cubin_cached
@@ -40,11 +42,11 @@ def load_binary(spec: Spec, arch: str | None) -> Binary:
     return Binary(cubin, info, kernel, origin)
 
 
-def _read(path: Path, field: str) -> bytes:
+def _read(path: Path, field: str, limit: int = MAX_BINARY_BYTES, what: str = "cubin") -> bytes:
     try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise SpecError(f"cannot read {path}: {exc.strerror}", field=field) from None
+        return read_bounded(path, limit, what)
+    except SpecError as exc:
+        raise exc.located(field=field) from None
 
 
 def _compile(spec: Spec, arch: str | None, field: str) -> tuple[bytes, str]:
@@ -55,8 +57,11 @@ def _compile(spec: Spec, arch: str | None, field: str) -> tuple[bytes, str]:
                         "kernel.arch in the spec (e.g. sm_90)", field=field)
     path = spec.kernel.path
     if spec.kernel.kind == "ptx":
-        cached = nvrtc.cached_compile_ptx(path.read_bytes(), arch=arch, name=path.name)
+        ptx = _read(path, field, MAX_PTX_BYTES, "PTX")
+        cached = nvrtc.cached_compile_ptx(ptx, arch=arch, name=path.name)
     else:
-        cached = nvrtc.cached_compile(path.read_text(), name=str(path), arch=arch,
+        source = _read(path, field, MAX_SOURCE_BYTES, "CUDA source")
+        cached = nvrtc.cached_compile(source, name=str(path), arch=arch,
                                       options=spec.kernel.options)
-    return cached.compiled.cubin, str(cached.path)
+    origin = str(cached.path) if cached.path else f"{path} compiled for {arch} (not cached)"
+    return cached.compiled.cubin, origin

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ..cache import cache_root, write_atomically
-from ..errors import BuildError, UsageError
+from ..errors import BuildError, UsageError, excerpt
 
 # --- architectures -------------------------------------------------------
 
@@ -48,7 +48,7 @@ def parse_arch(arch: str) -> tuple[int, str]:
         if re.fullmatch(r"compute_\d+[af]?", arch):
             raise UsageError(f"{arch} is a virtual architecture (PTX only); give a real one "
                              f"such as {arch.replace('compute_', 'sm_')}")
-        raise UsageError(f"invalid arch {arch!r}: expected sm_XX, sm_XXa or sm_XXf "
+        raise UsageError(f"invalid arch {excerpt(arch)}: expected sm_XX, sm_XXa or sm_XXf "
                          "(e.g. sm_90, sm_90a, sm_100f)")
     number, suffix = int(m.group(1)), m.group(2)
     if suffix == "a" and number < 90:
@@ -90,6 +90,10 @@ def _nvjitlink():
     return nvjitlink
 
 
+def _bytes(source: str | bytes) -> bytes:
+    return source.encode() if isinstance(source, str) else bytes(source)
+
+
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
@@ -129,7 +133,7 @@ def nvrtc_options(*, name: str, arch: str, options: Sequence[str] = (),
     parse_arch(arch)
     for option in options:
         if re.match(r"-(-gpu-architecture|arch)\b", option):
-            raise UsageError(f"option {option!r}: give the arch through --arch, not options")
+            raise UsageError(f"option {excerpt(option)}: give the arch through --arch, not options")
     args = [f"--gpu-architecture={arch}", *options]
     args += [f"-D{key}" if value is None else f"-D{key}={value}"
              for key, value in sorted(defines.items())]
@@ -149,16 +153,19 @@ def _cuda_header_dir() -> str | None:
     return find_nvidia_header_directory("cudart")
 
 
-def compile_cuda(source: str, *, name: str, arch: str, options: Sequence[str] = (),
+def compile_cuda(source: str | bytes, *, name: str, arch: str, options: Sequence[str] = (),
                  defines: Mapping[str, str | None] = {},
                  include_dirs: Sequence[str | os.PathLike] = (),
                  name_expressions: Sequence[str] = ()) -> CompiledCuda:
-    """Compile `source` (named `name`, its path, in messages) to a cubin for `arch`."""
+    """Compile `source` (named `name`, its path, in messages) to a cubin for `arch`.
+
+    Bytes are passed to NVRTC as they are: C++ comments and strings may hold
+    bytes that are not UTF-8 (a Latin-1 comment), which NVRTC accepts."""
     args = nvrtc_options(name=name, arch=arch, options=options, defines=defines,
                          include_dirs=include_dirs)
     nvrtc = _nvrtc()
     _check_nvrtc_supports(nvrtc, arch)
-    result, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    result, prog = nvrtc.nvrtcCreateProgram(_bytes(source), name.encode(), 0, [], [])
     _check(result, "nvrtcCreateProgram")
     try:
         for expression in name_expressions:
@@ -256,10 +263,10 @@ def _jitlink_log(get_size, get_log, handle) -> str:
 class CachedCompile:
     compiled: CompiledCuda
     hit: bool
-    path: Path          # the cached cubin, for loaders and `inspect`
+    path: Path | None   # the cached cubin, for loaders and `inspect`; None: not cached
 
 
-def cached_compile(source: str, *, name: str, arch: str, options: Sequence[str] = (),
+def cached_compile(source: str | bytes, *, name: str, arch: str, options: Sequence[str] = (),
                    defines: Mapping[str, str | None] = {},
                    include_dirs: Sequence[str | os.PathLike] = (),
                    name_expressions: Sequence[str] = (), refresh: bool = False) -> CachedCompile:
@@ -268,9 +275,9 @@ def cached_compile(source: str, *, name: str, arch: str, options: Sequence[str] 
     args = nvrtc_options(name=name, arch=arch, options=options, defines=defines,
                          include_dirs=include_dirs)
     user_folders = [*map(str, include_dirs), *include_dirs_in(options)]
-    key = _key(source.encode(), tool="nvrtc", version=nvrtc_version(), arch=arch, name=name,
+    key = _key(_bytes(source), tool="nvrtc", version=nvrtc_version(), arch=arch, name=name,
                options=args, name_expressions=list(name_expressions),
-               headers=headers_digest(source.encode(), Path(name), user_folders))
+               headers=headers_digest(_bytes(source), Path(name), user_folders))
     folder = cache_root() / "nvrtc"
     if not refresh and (found := _lookup(folder, key)):
         return found
@@ -292,7 +299,7 @@ def cached_compile_ptx(ptx: bytes | str, *, arch: str, name: str = "kernel.ptx",
     return _store(folder, key, CompiledCuda(cubin, log, {}, arch))
 
 
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2     # 2: the JSON holds the cubin's SHA-256
 
 
 def _key(source: bytes, **inputs) -> str:
@@ -301,23 +308,37 @@ def _key(source: bytes, **inputs) -> str:
 
 
 def _lookup(folder: Path, key: str) -> CachedCompile | None:
-    """A complete entry: the JSON is written last, so its presence means the cubin is whole."""
+    """A complete, undamaged entry, or None (absent or damaged: compile again and
+    overwrite). The JSON is written last and holds the cubin's SHA-256, so a
+    cubin cut short or altered on disk is never taken for the compiler's."""
+    from ..limits import MAX_BINARY_BYTES
     try:
-        meta = json.loads((folder / f"{key}.json").read_text())
-        cubin = (folder / f"{key}.cubin").read_bytes()
+        meta = json.loads((folder / f"{key}.json").read_bytes()[:MAX_BINARY_BYTES])
+        with open(folder / f"{key}.cubin", "rb") as f:
+            cubin = f.read(MAX_BINARY_BYTES + 1)
+        if not (isinstance(meta, dict) and isinstance(meta.get("log"), str)
+                and isinstance(meta.get("arch"), str)
+                and isinstance(meta.get("lowered_names"), dict)
+                and all(isinstance(k, str) and isinstance(v, str)
+                        for k, v in meta["lowered_names"].items())
+                and meta.get("sha256") == hashlib.sha256(cubin).hexdigest()):
+            return None
         compiled = CompiledCuda(cubin, meta["log"], meta["lowered_names"], meta["arch"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None     # absent or damaged: compile again and overwrite
+    except (OSError, ValueError, RecursionError):
+        return None
     return CachedCompile(compiled, hit=True, path=folder / f"{key}.cubin")
 
 
 def _store(folder: Path, key: str, compiled: CompiledCuda) -> CachedCompile:
-    meta = {"log": compiled.log, "lowered_names": compiled.lowered_names, "arch": compiled.arch}
+    """Keep the result; a cache that cannot be written (read-only, a file where
+    the folder should be) only costs a compile next time, so the compile's
+    result is returned all the same, from no file (`path` None)."""
+    meta = {"log": compiled.log, "lowered_names": compiled.lowered_names, "arch": compiled.arch,
+            "sha256": hashlib.sha256(compiled.cubin).hexdigest()}
     try:
         folder.mkdir(parents=True, exist_ok=True)
         write_atomically(folder / f"{key}.cubin", compiled.cubin)
         write_atomically(folder / f"{key}.json", json.dumps(meta, indent=1).encode())
-    except OSError as exc:
-        raise UsageError(f"cannot write the compile cache in {folder}: {exc.strerror}; "
-                         "set CUBINRUN_CACHE_DIR to a writable folder") from None
+    except OSError:
+        return CachedCompile(compiled, hit=False, path=None)
     return CachedCompile(compiled, hit=False, path=folder / f"{key}.cubin")

@@ -4,13 +4,16 @@ A launcher whose parameters disagree with the kernel's corrupts memory
 silently, so every mismatch the cubin can reveal is refused here with one
 line naming the parameter or field: the parameter count and each size (the
 trailing scratch pointers included), a struct's alignment against its offset,
-the arch against the device, the block against the kernel's bounds and the
-cluster against a compiled-in one.
+the arch against the device, the block against the kernel's bounds, the
+cluster against a compiled-in one and the dynamic shared memory against what
+the target arch allows a block (the driver's own figure replaces the table
+once a device is open, kernel.py).
 """
 from __future__ import annotations
 
 from ..dtypes import SCALAR_TYPES
 from ..errors import SpecError
+from ..limits import SHARED_OPTIN_BY_SM
 from ..plan import Plan
 from ..signature import leaf_size
 from .cubin import CubinInfo, KernelInfo
@@ -106,10 +109,27 @@ def check_cluster(plan: Plan, kernel: KernelInfo) -> None:
                             f"size {c} in {'xyz'[axis]}", field=f"grid[{axis}]")
 
 
+def check_shared(plan: Plan, kernel: KernelInfo, sm: int, arch: str) -> None:
+    limit = SHARED_OPTIN_BY_SM.get(sm)
+    shared = plan.spec.launch.shared
+    if limit is not None and shared + kernel.shared_static > limit:
+        raise SpecError(f"{shared} bytes of dynamic shared memory exceed what {arch} allows a "
+                        f"block: {limit} bytes, less {kernel.shared_static} static in "
+                        f"{kernel.name}", field="launch.shared")
+
+
 def validate(plan: Plan, info: CubinInfo, kernel: KernelInfo,
              device_arch: str | None = None, device_name: str = "this device") -> None:
+    """`device_arch`: the device's arch, or the `--arch` a dry run targets."""
     check_params(plan, kernel)
     if device_arch:
         check_arch(info, device_arch, device_name, f"kernel.{plan.spec.kernel.kind}")
     check_block(plan, kernel)
     check_cluster(plan, kernel)
+    arch = device_arch or info.arch
+    check_shared(plan, kernel, _sm_of(arch), arch)
+
+
+def _sm_of(arch: str) -> int:
+    digits = "".join(ch for ch in arch.removeprefix("sm_") if ch.isdigit())
+    return int(digits) if digits else 0

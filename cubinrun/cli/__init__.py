@@ -4,16 +4,19 @@ commands that need no GPU start fast.
 
 Data goes to stdout, diagnostics to stderr. A `CubinrunError` ends as one
 line on stderr and its exit code (SPEC.md section 2); `--debug` shows the
-traceback instead.
+traceback too, and keeps the exit code. A reader that closes stdout early
+(`| head -1`) ends the output quietly, as other tools do on EPIPE; a stdout
+that cannot be written (`> /dev/full`) is one line and exit code 2.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 
-from ..errors import EXIT_USAGE, BuildError, CubinrunError
-from . import binaries, device, launch, results, source
+from ..errors import EXIT_USAGE, BuildError, CubinrunError, one_line
+from . import binaries, device, launch, profile, repro, results, source
 
 _debug = False
 
@@ -28,32 +31,74 @@ def cli(debug: bool) -> None:
 
 
 for _command in (launch.launch, results.compare, results.plot, source.gen, device.props,
-                 binaries.inspect, binaries.compile_command, binaries.init):
+                 binaries.inspect, binaries.compile_command, binaries.init, profile.profile,
+                 repro.repro):
     cli.add_command(_command)
 
 
 def _print_error(error: CubinrunError) -> None:
     if isinstance(error, BuildError) and error.log:
         sys.stderr.write(error.log.rstrip() + "\n")
-    sys.stderr.write(f"error: {error}\n")
+    sys.stderr.write(f"error: {one_line(str(error))}\n")
 
 
 def main(argv: list[str] | None = None) -> None:
     try:
+        code = _dispatch(argv)
+    except SystemExit as done:              # a command's own exit code (launch's 1)
+        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    sys.exit(_finish_stdout(code))
+
+
+def _dispatch(argv: list[str] | None) -> int:
+    try:
         cli.main(args=argv, prog_name="cubinrun", standalone_mode=False)
     except CubinrunError as error:
         if _debug:
-            raise
+            import traceback
+            traceback.print_exc()
         _print_error(error)
-        sys.exit(error.exit_code)
+        return error.exit_code
     except click.exceptions.Exit as done:
-        sys.exit(done.exit_code)
+        return done.exit_code
     except click.ClickException as error:
         error.show()
-        sys.exit(error.exit_code if error.exit_code else EXIT_USAGE)
+        return error.exit_code if error.exit_code else EXIT_USAGE
     except click.exceptions.Abort:
         sys.stderr.write("aborted\n")
-        sys.exit(130)
+        return 130
     except BrokenPipeError:
-        sys.exit(0)
-    sys.exit(0)
+        silence_stdout()
+        return 0
+    except OSError as error:                # a file the OS refused to read or write
+        if _debug:
+            import traceback
+            traceback.print_exc()
+        where = f"{error.filename}: " if error.filename else ""
+        sys.stderr.write(one_line(f"error: {where}{error.strerror or error}") + "\n")
+        return EXIT_USAGE
+    return 0
+
+
+def _finish_stdout(code: int) -> int:
+    """Flush stdout now, while a failure can still be reported (not at exit)."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        silence_stdout()
+    except OSError as error:
+        silence_stdout()
+        sys.stderr.write(f"error: cannot write to stdout: {error.strerror or error}\n")
+        return code or EXIT_USAGE
+    return code
+
+
+def silence_stdout() -> None:
+    """Point stdout at the null device, so that Python's own flush at exit does
+    not fail again on a closed pipe."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass                                # not a real file (a test's capture)

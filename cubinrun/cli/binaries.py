@@ -48,14 +48,23 @@ def compile_command(source, arch, output, defines, include_dirs, options, name_e
     from pathlib import Path
 
     from ..binary.nvrtc import compile_cuda
+    from ..errors import UsageError
     path = existing(source)
     arch = arch or current_arch()
     macros = dict(d.split("=", 1) if "=" in d else (d, None) for d in defines)
-    compiled = compile_cuda(path.read_text(), name=str(path), arch=arch, options=options,
+    from ..inputs import read_bounded
+    from ..limits import MAX_SOURCE_BYTES
+    source_bytes = read_bounded(path, MAX_SOURCE_BYTES, "CUDA source")
+    out = Path(output) if output else path.with_suffix(f".{arch}.cubin")
+    if not out.parent.is_dir():          # said before compiling, not after
+        raise UsageError(f"-o {out}: no folder {out.parent}")
+    compiled = compile_cuda(source_bytes, name=str(path), arch=arch, options=options,
                             defines=macros, include_dirs=include_dirs,
                             name_expressions=name_expressions)
-    out = Path(output) if output else path.with_suffix(f".{arch}.cubin")
-    out.write_bytes(compiled.cubin)
+    try:
+        out.write_bytes(compiled.cubin)
+    except OSError as exc:
+        raise UsageError(f"cannot write {out}: {exc.strerror}") from None
     if compiled.log.strip():
         sys.stderr.write(compiled.log.rstrip() + "\n")
     for expression, lowered in compiled.lowered_names.items():

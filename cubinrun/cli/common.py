@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import click
 
@@ -9,14 +10,22 @@ set_option = click.option("--set", "overrides", multiple=True, metavar="NAME=VAL
                           help="Override a var of the spec (repeatable).")
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print one JSON document on stdout and nothing else there.")
-device_option = click.option("--device", type=int, default=None, metavar="N",
+device_option = click.option("--device", type=click.IntRange(0, 2**31 - 1), default=None,
+                             metavar="N",
                              help="CUDA device ordinal (default 0).")
 force_option = click.option("--force", is_flag=True, help="Overwrite the -o file if it exists.")
 
 
 def console(stderr: bool = False):
     from rich.console import Console
-    return Console(stderr=stderr, highlight=False)
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich exits with 1 here, the code of a failed check: let the
+            # command decide (launch keeps its run's code, others exit 0).
+            raise BrokenPipeError
+
+    return _Console(stderr=stderr, highlight=False)
 
 
 def existing(path: str) -> Path:
@@ -48,3 +57,46 @@ def write_output(path: str, text: str, force: bool) -> None:
         raise UsageError(f"{path} exists; pass --force to overwrite it") from None
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def one_run(spec_path: str, overrides: tuple[str, ...], device: int | None):
+    """The spec at exactly one point, for commands that run or write one launch
+    (profile, repro): (Spec, its overrides as NAME=VALUE words). A spec whose
+    sweep has several points is a usage error asking for --set; device values
+    come from device `device` (0), read only if the spec names one."""
+    from ..errors import UsageError
+    from ..props import device_values_of
+    from ..runs.expand import expand, point_text
+    from ..spec import load_spec, parse_overrides
+    tasks = expand([spec_path], parse_overrides(overrides))
+    task = tasks[0]
+    if task.error is not None:
+        raise task.error
+    if len(tasks) > 1:
+        raise UsageError(f"{spec_path}: its sweep has {len(tasks)} points and this command runs "
+                         f"one: pick it with --set (e.g. {point_text(task.point)})")
+    spec = load_spec(spec_path, task.overrides, device=device_values_of(device or 0))
+    return spec, tuple(f"{k}={v}" for k, v in task.overrides.items())
+
+
+def optional_value(args: list[str], option: str, takes: Callable[[str], bool],
+                   default: str) -> list[str]:
+    """`option` takes the next word as its value only when `takes(word)`, else
+    `default`, so an option whose value may be left out cannot swallow a spec
+    path. Every `option` becomes `option=VALUE`; words after `--` are left alone."""
+    out: list[str] = []
+    position = 0
+    while position < len(args):
+        word = args[position]
+        position += 1
+        if word == "--":
+            out += args[position - 1:]
+            break
+        if word != option:
+            out.append(word)
+        elif position < len(args) and takes(args[position]):
+            out.append(f"{option}={args[position]}")
+            position += 1
+        else:
+            out.append(f"{option}={default}")
+    return out

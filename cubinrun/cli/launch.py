@@ -6,19 +6,25 @@ One run keeps the single-spec behaviour exactly: it runs in this process
 or the section-2 JSON, and an error ends as one line. Several runs go to a
 worker process (runs.executor) that starts CUDA once; each error becomes a
 line on stderr and a row of the final table, and the exit code is the most
-severe of all runs. `--devices` spreads the runs over worker processes, one
-per GPU (runs.devices), and `--ray` over Ray actors (runs.ray_backend); the
-results, files and exit codes are those of the same runs on one worker.
+severe of all runs. Guard bands and `--repeat` travel in RunOptions to
+wherever the runs execute; `--sanitize` runs every run in turn under
+compute-sanitizer instead (runs.sanitized), one cubinrun process each.
+`--devices` spreads the runs over worker processes, one per GPU
+(runs.devices), and `--ray` over Ray actors (runs.ray_backend); the results,
+files and exit codes are those of the same runs on one worker.
 """
 from __future__ import annotations
 
+import re
 import sys
 import time
 from dataclasses import dataclass
 
 import click
 
-from .common import console, device_option, json_option, set_option
+from ..limits import MAX_REPEAT
+from .common import console, device_option, json_option, optional_value, set_option
+from .sanitize import TOOLS, optional_tool
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,10 @@ class LaunchArgs:
     baseline: str | None
     threshold: str
     ignore_device: bool
+    props: str | None = None
+    guard: bool = True
+    repeat: int = 1
+    sanitize: str | None = None             # a compute-sanitizer tool
     devices: str | None = None
     workers_per_gpu: int = 1
     mixed_devices: bool = False
@@ -56,8 +66,27 @@ class LaunchArgs:
         return self.devices is not None or self.ray is not None
 
 
-@click.command()
-@click.argument("specs", metavar="SPEC...", nargs=-1, type=click.Path())
+class _LaunchCommand(click.Command):
+    """`--sanitize` takes a tool, and `--ray` an address, only when the next word
+    is one (SPEC... follows)."""
+
+    def parse_args(self, ctx, args):
+        return super().parse_args(ctx, optional_address(optional_tool(args)))
+
+
+_RAY_ADDRESS = re.compile(r"(auto|local|(ray|https?)://\S+|[\w.\-\[\]:]+:\d+)")
+
+
+def optional_address(args: list[str]) -> list[str]:
+    """`--ray` takes the next word as its address only when it looks like one (auto,
+    local, HOST:PORT, a URL), so `--ray configs/x.yaml` starts a local cluster for
+    that spec."""
+    return optional_value(args, "--ray", lambda word: bool(_RAY_ADDRESS.fullmatch(word)),
+                          "local")
+
+
+@click.command(cls=_LaunchCommand)
+@click.argument("specs", metavar="SPEC...", nargs=-1, required=True, type=click.Path())
 @set_option
 @click.option("--axis", "axes", multiple=True, metavar="AXIS",
               help="Sweep a var, nvbench's grammar: 'N=[1024,4096]', 'N=[2:8:2]', "
@@ -76,6 +105,9 @@ class LaunchArgs:
               "pair's own offset (calibrated on an empty kernel).")
 @click.option("--arch", metavar="SM", help="Target for compiling source:/ptx: kernels in a "
               "dry run without a GPU, e.g. sm_90 (or kernel.arch in the spec).")
+@click.option("--props", "props_file", metavar="FILE", help="Device values (sm_count, "
+              "l2_bytes, ...) for a dry run, from a saved `cubinrun props --json`; without it "
+              "--arch gives a known GPU's.")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first run that does not succeed.")
 @click.option("--jsonl", metavar="PATH", help="Write one result per line as each run ends "
               "(- for stdout).")
@@ -94,6 +126,15 @@ class LaunchArgs:
               help="With --baseline: the smallest change that counts.")
 @click.option("--ignore-device", is_flag=True,
               help="With --baseline: compare with results from another GPU model.")
+@click.option("--no-guard", is_flag=True,
+              help="No guard bands around the buffers (they catch writes past a buffer).")
+@click.option("--repeat", type=click.IntRange(1, MAX_REPEAT), default=1, metavar="N",
+              help="Launch N times from the same inputs; fail unless every buffer is the "
+              "same bit for bit.")
+@click.option("--sanitize", type=click.Choice(TOOLS), is_flag=False, flag_value="memcheck",
+              default=None,
+              help="Run each spec once, untimed, under compute-sanitizer (memcheck when no "
+              "tool is named); any finding fails.")
 @click.option("--devices", metavar="LIST|all", help="Spread the runs over these GPUs (PCI bus "
               "order, e.g. 0,1 or all), one worker process each; 0,0 is two workers "
               "sharing GPU 0.")
@@ -101,52 +142,38 @@ class LaunchArgs:
               help="With --devices or --ray: N workers share each GPU.")
 @click.option("--mixed-devices", is_flag=True,
               help="With --devices or --ray: allow different GPU models in one command.")
-@click.option("--ray", "ray", is_flag=False, flag_value="local", default=None,
-              metavar="[ADDRESS]", help="Run on Ray actors holding a GPU each: an existing "
-              "cluster (auto, HOST:PORT, ray://HOST:PORT) or, without ADDRESS, a local one "
-              "started for the command (needs cubinrun[ray]).")
+@click.option("--ray", "ray", metavar="[ADDRESS]", help="Run on Ray actors holding a GPU "
+              "each: an existing cluster (auto, HOST:PORT, ray://HOST:PORT) or, without "
+              "ADDRESS, a local one started for the command (needs cubinrun[ray]).")
 def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no_bench,
-           raw_events, arch, fail_fast, jsonl, csv_path, markdown, junit, samples, plot,
-           baseline, threshold, ignore_device, devices, workers_per_gpu, mixed_devices, ray):
+           raw_events, arch, props_file, fail_fast, jsonl, csv_path, markdown, junit, samples,
+           plot, baseline, threshold, ignore_device, no_guard, repeat, sanitize, devices,
+           workers_per_gpu, mixed_devices, ray):
     """Build the launcher, load the kernel, make the args, launch, check, time.
 
     SPEC may be several spec files and folders (their *.yaml); every spec and
     every point of its sweep runs, with CUDA started once (per worker with
     --devices or --ray)."""
     from ..errors import SpecError
-    specs, ray = _ray_address(specs, ray)
     args = LaunchArgs(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2,
                       no_bench, raw_events, arch, fail_fast, jsonl, csv_path, markdown, junit,
-                      samples, plot, baseline, threshold, ignore_device, devices,
-                      workers_per_gpu, mixed_devices, ray)
+                      samples, plot, baseline, threshold, ignore_device, props_file,
+                      guard=not no_guard, repeat=repeat, sanitize=sanitize, devices=devices,
+                      workers_per_gpu=workers_per_gpu, mixed_devices=mixed_devices, ray=ray)
     try:
         _launch(args)
     except SpecError as error:          # found past loading (the binary, the device): locate it
-        raise error.located(file=specs[0] if len(specs) == 1 else None) from None
-
-
-def _ray_address(specs: tuple[str, ...], ray: str | None) -> tuple[tuple[str, ...], str | None]:
-    """`--ray SPEC` took the spec as its address: give it back and start a local
-    cluster (an address is auto, local, HOST:PORT or a URL; a spec is a path)."""
-    from pathlib import Path
-
-    from ..errors import UsageError
-    if ray is not None and ray != "local":
-        from ..runs.ray_backend import is_address
-        if not is_address(ray):
-            if not Path(ray).exists():
-                raise UsageError(f"--ray {ray}: not a Ray address (auto, HOST:PORT or "
-                                 "ray://HOST:PORT) nor a spec")
-            specs, ray = (ray, *specs), "local"
-    if not specs:
-        raise click.UsageError("Missing argument 'SPEC...'.")
-    return specs, ray
+        if len(specs) != 1:
+            raise
+        from ..spec.locate import locate
+        raise locate(error, specs[0]) from None
 
 
 def _launch(args: LaunchArgs) -> None:
     from ..runs.expand import expand
     from ..spec import parse_overrides
     _check_outputs(args)
+    _check_numbers(args)
     _check_spread(args)
     baseline = _read_baseline(args)
     tasks = expand(args.specs, parse_overrides(args.overrides), args.axes)
@@ -166,10 +193,32 @@ def _check_outputs(args: LaunchArgs) -> None:
     if args.dry_run and any((args.jsonl, args.csv, args.markdown, args.junit, args.plot,
                              args.baseline)):
         raise UsageError("--dry-run writes no result files, plots or comparisons")
+    if args.props and not args.dry_run:
+        raise UsageError("--props describes a device for --dry-run; a launch reads its device")
+    if args.sanitize:
+        if args.dry_run:
+            raise UsageError("--dry-run launches nothing to sanitize")
+        if args.baseline or args.plot:
+            raise UsageError("--sanitize runs untimed: no --baseline or --plot")
+        if args.repeat > 1:
+            raise UsageError("--sanitize checks the first launch only: no --repeat")
     if args.plot:
         from ..results.plot import check_path, require_matplotlib
         check_path(args.plot)
         require_matplotlib()
+
+
+def _check_numbers(args: LaunchArgs) -> None:
+    """--arch and the timing budgets, before any spec is read."""
+    from ..errors import UsageError
+    from ..limits import MAX_BENCH_MS
+    if args.arch is not None:
+        from ..binary.nvrtc import parse_arch
+        parse_arch(args.arch)
+    for name, value in (("warmup", args.warmup), ("rep", args.rep)):
+        if value is not None and not 0 < value <= MAX_BENCH_MS:     # NaN and infinity too
+            raise UsageError(f"--{name} must be a positive number of ms up to {MAX_BENCH_MS}, "
+                             f"got {value}")
 
 
 def _check_spread(args: LaunchArgs) -> None:
@@ -180,6 +229,9 @@ def _check_spread(args: LaunchArgs) -> None:
         raise UsageError("--device picks one GPU; with --devices or --ray leave it out")
     if args.spread and args.dry_run:
         raise UsageError("--dry-run needs no GPU: --devices and --ray do not apply")
+    if args.spread and args.sanitize:
+        raise UsageError("--sanitize runs each run in its own process on one GPU: "
+                         "--devices and --ray do not apply")
     if not args.spread and (args.workers_per_gpu != 1 or args.mixed_devices):
         raise UsageError("--workers-per-gpu and --mixed-devices go with --devices or --ray")
 
@@ -230,9 +282,14 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
                          bench=not args.no_bench,
                          progress=inline and not args.as_json and args.jsonl != "-",
                          raw_events=args.raw_events,
-                         keep_samples=args.samples or baseline is not None)
+                         keep_samples=args.samples or baseline is not None,
+                         guard=args.guard, repeat=args.repeat)
     started = time.perf_counter()
-    executor = _executor(tasks, args, options)
+    if args.sanitize:
+        from ..runs.sanitized import SanitizerExecutor
+        executor = SanitizerExecutor(args.sanitize, args.device)
+    else:
+        executor = _executor(tasks, args, options)
     jsonl = JsonLines(args.jsonl) if args.jsonl else None
     progress = Progress(len(tasks), enabled=None if not single else False)
     records, results = [], []
@@ -266,8 +323,13 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
         if jsonl:
             jsonl.close()
     exit_code = most_severe(r.exit_code for r in records)
-    _write_outputs(records, results, exit_code, len(tasks) - len(records),
-                   time.perf_counter() - started, args, single)
+    try:
+        _write_outputs(records, results, exit_code, len(tasks) - len(records),
+                       time.perf_counter() - started, args, single)
+        sys.stdout.flush()
+    except BrokenPipeError:             # the reader left: the runs' exit code still counts
+        from . import silence_stdout
+        silence_stdout()
     if inline and records[0].exception is not None:
         raise records[0].exception      # one run: the error line exactly as before
     return exit_code
@@ -297,6 +359,9 @@ def _write_outputs(records, results, exit_code, not_run, wall_s, args: LaunchArg
         print_json(json_document(results, summary, single=single))
     elif args.jsonl == "-" or "-" in (args.csv, args.markdown, args.junit):
         pass                                    # stdout carries that file
+    elif single and records[0].live is not None and args.sanitize:
+        from .sanitize import render
+        render(records[0].live, console())
     elif single and records[0].live is not None:
         render_result(records[0].live, console())
         if records[0].compare:
@@ -327,12 +392,15 @@ def _print_comparison(compare: dict) -> None:
 def _dry_run(tasks, args: LaunchArgs) -> None:
     from ..prepare import prepare
     from ..report import print_json, render_plan
+    from ..run import check_data
     from ..spec import load_spec
     if len(tasks) == 1:
         task = tasks[0]
         if task.error is not None:
             raise task.error
-        prepared = prepare(load_spec(task.spec, task.overrides), arch=args.arch)
+        spec = load_spec(task.spec, task.overrides, device=_dry_device(args))
+        prepared = prepare(spec, arch=args.arch)
+        check_data(spec)
         if args.as_json:
             print_json(prepared.to_json())
         else:
@@ -347,18 +415,23 @@ def _dry_run_many(tasks, args: LaunchArgs) -> int:
     from ..errors import CubinrunError, SpecError
     from ..prepare import prepare
     from ..report import print_json
+    from ..run import check_data
     from ..runs.outcome import RunRecord, most_severe
     from ..spec import load_spec
+    from ..spec.locate import locate
     from ..text import dims
     rows, documents, codes = [], [], []
+    device = _dry_device(args)
     for task in tasks:
         try:
             if task.error is not None:
                 raise task.error
-            prepared = prepare(load_spec(task.spec, task.overrides), arch=args.arch)
+            spec = load_spec(task.spec, task.overrides, device=device)
+            prepared = prepare(spec, arch=args.arch)
+            check_data(spec)
         except CubinrunError as error:
             if isinstance(error, SpecError):
-                error.located(file=task.spec)
+                locate(error, task.spec)
             record = RunRecord.failed(task, error)
             codes.append(record.exit_code)
             documents.append(record.to_json())
@@ -387,6 +460,14 @@ def _dry_run_many(tasks, args: LaunchArgs) -> int:
         out.print(table)
         out.print(f"{len(tasks)} runs planned, {codes.count(0)} ok; exit {exit_code}")
     return exit_code
+
+
+def _dry_device(args: LaunchArgs):
+    """Device values for a dry run: --props FILE, else --arch's known GPU, else none."""
+    from ..spec.device_values import for_arch, from_props_file, unavailable
+    if args.props:
+        return from_props_file(args.props, args.device)
+    return for_arch(args.arch) if args.arch else unavailable()
 
 
 def _point(task) -> str:

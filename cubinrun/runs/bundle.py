@@ -5,7 +5,9 @@ Here: `needed_files(task)` lists what the run reads: the spec, its binary (a
 cubin, PTX, a `.cu` source and the local headers it includes, a Triton
 entry's `.json`, `.cubin` and `.source`), and the `.npy` files of `init:
 {file}` and `check: {file}`. The spec is loaded at the task's point to know
-them (a `{NAME}` in the kernel's path picks the binary per point). A spec
+them (a `{NAME}` in the kernel's path picks the binary per point); one that
+names device values (`sm_count`, ...) is loaded with a known GPU's values
+for this, since no GPU is at hand here and only the files matter. A spec
 that does not load sends only its own file: the worker then fails the run
 with the same error a local run gives.
 
@@ -32,13 +34,10 @@ from .outcome import RunRecord
 
 def needed_files(task: RunTask) -> list[Path]:
     """Absolute paths (not following links) of every file the run reads."""
-    from ..errors import CubinrunError
-    from ..spec import load_spec
+    spec = _load(task)
+    if spec is None:
+        return [_absolute(Path(task.spec))] if Path(task.spec).is_file() else []
     files = [Path(task.spec)]
-    try:
-        spec = load_spec(task.spec, task.overrides)
-    except CubinrunError:
-        return [_absolute(p) for p in files if p.is_file()]
     kernel = spec.kernel
     files.append(kernel.path)
     if kernel.kind == "triton":
@@ -57,6 +56,19 @@ def needed_files(task: RunTask) -> list[Path]:
         if path.is_file():
             seen.setdefault(_absolute(path))
     return list(seen)
+
+
+def _load(task: RunTask):
+    """The spec at the task's point, or None if it does not load."""
+    from ..errors import CubinrunError
+    from ..spec import load_spec
+    from ..spec.device_values import KNOWN_GPUS, for_arch
+    for device in (None, *map(for_arch, KNOWN_GPUS)):
+        try:
+            return load_spec(task.spec, task.overrides, device=device)
+        except CubinrunError:
+            continue
+    return None
 
 
 def _absolute(path: Path) -> Path:

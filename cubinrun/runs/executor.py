@@ -18,7 +18,8 @@ RunRecord`:
   cluster.
 
 `stop(record)` (e.g. --fail-fast) ends the run after that record: no later
-task is started and records past it are dropped.
+task is started and records past it are dropped. (`launch --sanitize` has a
+third executor with this interface: runs.sanitized.)
 """
 from __future__ import annotations
 

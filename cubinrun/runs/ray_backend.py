@@ -41,11 +41,6 @@ from .expand import RunTask
 from .outcome import RunRecord
 
 START_TIMEOUT_S = 120.0
-_ADDRESS = re.compile(r"(auto|local|(ray|https?)://\S+|[\w.\-\[\]:]+:\d+)")
-
-
-def is_address(text: str) -> bool:
-    return bool(_ADDRESS.fullmatch(text))
 
 
 def require_ray():

@@ -55,7 +55,8 @@ class Runner:
             result = self._run(task)
         except CubinrunError as error:
             if isinstance(error, SpecError):
-                error.located(file=task.spec)
+                from ..spec.locate import locate
+                locate(error, task.spec)
             record = RunRecord.failed(task, error, time.perf_counter() - started)
             record.broken = isinstance(error, CudaError) and self._context_broken(error)
             return record
@@ -83,9 +84,12 @@ class Runner:
         return self._identity
 
     def _run(self, task: RunTask):
-        from ..run import Session, prepare_early, run_spec
+        from ..run import Session, check_data, prepare_early, run_spec
         from ..spec import load_spec
-        spec = load_spec(task.spec, task.overrides)
+        from ..spec.device_values import DeviceValues
+        device_values = DeviceValues(self._device_values, f"device {self.ordinal}")
+        spec = load_spec(task.spec, task.overrides, device=device_values)
+        check_data(spec)                    # a bad check.expect is found before the launch
         if self.session is None:
             early = None
             if self.opening is not None:        # the first run: prepare while CUDA starts
@@ -107,6 +111,16 @@ class Runner:
             device = opening.wait() if opening is not None else driver.open_device(self.ordinal)
             self.session = Session(device)
         return self.session.device
+
+    def _device_values(self) -> dict[str, int]:
+        """sm_count and the rest, for a spec that names them: from the device this
+        runner runs on (waiting for it to open if it is opening)."""
+        from ..props import device_values
+        if self.session is not None:
+            return device_values(self.session.device)
+        if self.opening is not None:
+            return device_values(self.opening.wait())
+        return device_values(driver.open_device(self.ordinal))
 
     def _context_broken(self, error: CudaError) -> bool:
         if self.session is None:

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import signature as sig
 from ..dtypes import ELEMENT_TYPES
-from ..errors import SpecError
+from ..errors import SpecError, excerpt, shorten
+from ..limits import MAX_BUFFER_BYTES, MAX_DIMS
 from ..yamlload import LocatedDict
 from .model import (Arg, BufferArg, BufferRef, ConstArg, DescArg, Init,
                     ScalarArg, StructArg, TupleArg)
@@ -33,18 +34,21 @@ class ArgsBuilder:
 
     def build(self) -> tuple[list[Arg], dict[str, BufferArg]]:
         b, t = self.b, self.b.tree
-        node = b.mapping(t.get("args", LocatedDict()), "args", t, "args",
-                         allowed=self.signature.names())
+        allowed = self.signature.names()
+        if b.triton is not None and "signature" not in t:       # the entry's own parameters
+            from .triton_args import folded_args
+            allowed = allowed + folded_args(b, self.signature, t.get("args"))
+        node = b.mapping(t.get("args", LocatedDict()), "args", t, "args", allowed=allowed)
         args = []
         for name, ty in self.signature.params:
             if isinstance(ty, sig.ScalarType):
                 if name not in node:
-                    raise b.error(f"missing value for scalar parameter {name!r} ({ty})",
+                    raise b.error(f"missing value for scalar parameter {excerpt(name)} ({ty})",
                                   f"args.{name}", t, "args")
                 args.append(ScalarArg(name, ty.dtype, b.names.get(name)))
                 continue
             if name not in node and not isinstance(ty, sig.ConstexprType):
-                raise b.error(f"missing entry for parameter {name!r} ({ty})", f"args.{name}",
+                raise b.error(f"missing entry for parameter {excerpt(name)} ({ty})", f"args.{name}",
                               t, "args")
             args.append(self.arg(name, ty, node.get(name), f"args.{name}", node, name))
         self.resolve_descs()
@@ -93,35 +97,47 @@ class ArgsBuilder:
 
     def buffer(self, name: str, value: Any, pointee, field: str, parent: Any, key: Any) -> BufferArg:
         b = self.b
-        node = b.mapping(value, field, parent, key, ("shape", "dtype", "init", "save"),
+        node = b.mapping(value, field, parent, key, ("shape", "dtype", "init", "save", "offset"),
                          required=("shape",))
         dtype = pointee
         if "dtype" in node:
             dtype = ELEMENT_TYPES.get(node["dtype"]) if isinstance(node["dtype"], str) else None
             if dtype is None:
-                raise b.error(f"unknown dtype {node['dtype']!r}; known: {', '.join(ELEMENT_TYPES)}",
+                raise b.error(f"unknown dtype {excerpt(node['dtype'])}; known: {', '.join(ELEMENT_TYPES)}",
                               f"{field}.dtype", node, "dtype")
         if dtype is None:
             raise b.error("needs a dtype", f"{field}.dtype", parent, key)
         shape_node = node["shape"]
         items = shape_node if isinstance(shape_node, list) else [shape_node]
         holder = shape_node if isinstance(shape_node, list) else node
+        if len(items) > MAX_DIMS:
+            raise b.error(f"{len(items)} dimensions (at most {MAX_DIMS})", f"{field}.shape",
+                          node, "shape")
         shape = tuple(b.integer(v, f"{field}.shape[{i}]", holder,
-                                i if holder is shape_node else "shape", minimum=0)
+                                i if holder is shape_node else "shape", 0, MAX_BUFFER_BYTES)
                       for i, v in enumerate(items))
         if not shape:
             raise b.error("needs at least one dimension", f"{field}.shape", node, "shape")
+        nbytes = dtype.size
+        for d in shape:
+            nbytes *= d
+        if nbytes > MAX_BUFFER_BYTES:       # refused before any array is made
+            raise b.error(f"shape {list(shape)} of {dtype.name} is {nbytes} bytes, more than "
+                          f"{MAX_BUFFER_BYTES} (1 TiB)", f"{field}.shape", node, "shape")
         init = self.init(node.get("init", "zeros"), f"{field}.init", node, "init")
         save = None
         if "save" in node:
             save = b.resolve_path(node["save"], f"{field}.save", node, "save", must_exist=False)
-        return BufferArg(name, dtype, shape, init, save)
+        offset = 0
+        if "offset" in node:            # elements: the kernel gets the address past them
+            offset = b.integer(node["offset"], f"{field}.offset", node, "offset", minimum=0)
+        return BufferArg(name, dtype, shape, init, save, offset)
 
     def init(self, value: Any, field: str, parent: Any, key: Any) -> Init:
         b = self.b
         if isinstance(value, str):
             if value not in ("zeros", "ones", "arange", "random"):
-                raise b.error(f"unknown init {value!r} (expected zeros, ones, arange, random, "
+                raise b.error(f"unknown init {excerpt(value)} (expected zeros, ones, arange, random, "
                               "{random: ...}, {fill: V} or {file: PATH.npy})", field, parent, key)
             return Init(value)
         keys = ("random", "low", "high", "mean", "std", "seed", "fill", "file")
@@ -133,7 +149,7 @@ class ArgsBuilder:
         kind = kinds[0]
         extra = [k for k in node if k != kind and (kind != "random" or k not in keys[:6])]
         if extra:
-            raise b.error(f"{extra[0]!r} does not go with {kind}", f"{field}.{extra[0]}", node, extra[0])
+            raise b.error(f"{excerpt(extra[0])} does not go with {kind}", f"{field}.{extra[0]}", node, extra[0])
         if kind == "fill":
             fill = node["fill"]
             if isinstance(fill, (bool, int, float)):
@@ -146,12 +162,12 @@ class ArgsBuilder:
             return Init("file", path=path)
         distribution = node["random"]
         if distribution not in ("uniform", "normal"):
-            raise b.error(f"must be uniform or normal, got {distribution!r}", f"{field}.random",
+            raise b.error(f"must be uniform or normal, got {excerpt(distribution)}", f"{field}.random",
                           node, "random")
         wrong = ("mean", "std") if distribution == "uniform" else ("low", "high")
         for k in wrong:
             if k in node:
-                raise b.error(f"{k!r} does not go with random: {distribution}", f"{field}.{k}", node, k)
+                raise b.error(f"{excerpt(k)} does not go with random: {distribution}", f"{field}.{k}", node, k)
         got: dict[str, Any] = {}
         for k in ("low", "high", "mean", "std"):
             if k in node:
@@ -199,11 +215,11 @@ class ArgsBuilder:
             if swizzle == "none":
                 swizzle = 0
             if swizzle not in SWIZZLE_BYTES or isinstance(swizzle, bool):
-                raise b.error(f"must be one of none, 32, 64, 128 (bytes), got {node['swizzle']!r}",
+                raise b.error(f"must be one of none, 32, 64, 128 (bytes), got {excerpt(node['swizzle'])}",
                               f"{field}.swizzle", node, "swizzle")
         padding = node.get("padding", "zero")
         if padding not in ("zero", "nan"):
-            raise b.error(f"must be zero or nan, got {padding!r}", f"{field}.padding", node, "padding")
+            raise b.error(f"must be zero or nan, got {excerpt(padding)}", f"{field}.padding", node, "padding")
         desc = DescArg(name, kind, buffer_name, block, swizzle, padding)
         self.descs.append((desc, f"{field}.buffer", node, "buffer"))
         return desc
@@ -213,10 +229,10 @@ class ArgsBuilder:
         for desc, field, node, key in self.descs:
             buffer = self.buffers.get(desc.buffer)
             if buffer is None:
-                raise self.b.error(f"{desc.buffer!r} is not a buffer argument (buffers: "
-                                   f"{', '.join(self.buffers) or 'none'})", field, node, key)
+                raise self.b.error(f"{excerpt(desc.buffer)} is not a buffer argument (buffers: "
+                                   f"{shorten(', '.join(self.buffers) or 'none', 200)})", field, node, key)
             if len(buffer.shape) != len(desc.block):
-                raise self.b.error(f"buffer {desc.buffer!r} has {len(buffer.shape)} dims but the "
+                raise self.b.error(f"buffer {excerpt(desc.buffer)} has {len(buffer.shape)} dims but the "
                                    f"block has {len(desc.block)}", field, node, key)
 
 

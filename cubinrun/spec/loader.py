@@ -15,11 +15,15 @@ from typing import Any, Mapping, Sequence
 
 from .. import signature as sig
 from ..dtypes import ElementType
-from ..errors import SpecError
+from ..errors import SpecError, excerpt, shorten
 from ..expr import Expr, parse_expr
+from ..limits import (MAX_ALIGN, MAX_BENCH_MS, MAX_BUFFER_BYTES, MAX_DEVICE_BYTES, MAX_NAMES,
+                      MAX_SHARED_BYTES)
 from ..yamlload import LocatedDict, LocatedList, load_yaml_file
+from .locate import locate
 from .scalars import as_int, check_scalar_value
 from .args import ArgsBuilder, scalar_entries
+from .device_values import DEVICE_NAMES, DeviceValues, unavailable
 from .model import KERNEL_KINDS, Bench, BufferArg, Check, KernelRef, Launch, Scratch, Spec
 
 TOP_LEVEL_KEYS = ("kernel", "signature", "constants", "vars", "args", "grid", "block",
@@ -34,14 +38,16 @@ MAX_THREADS_PER_BLOCK = 1024
 MAX_CLUSTER_SIZE = 16
 
 
-def load_spec(path: str | Path, overrides: Mapping[str, str] | None = None) -> Spec:
-    """Read and validate a spec file; `overrides` are `--set NAME=VALUE` pairs."""
+def load_spec(path: str | Path, overrides: Mapping[str, str] | None = None,
+              device: DeviceValues | None = None) -> Spec:
+    """Read and validate a spec file; `overrides` are `--set NAME=VALUE` pairs;
+    `device` gives `sm_count` and the other device values (none by default)."""
     path = Path(path)
     tree = load_yaml_file(path)
     try:
-        return _SpecBuilder(path, tree, overrides or {}).build()
+        return _SpecBuilder(path, tree, overrides or {}, device or unavailable()).build()
     except SpecError as exc:
-        raise exc.located(file=str(path)) from None
+        raise locate(exc, path, tree) from None
 
 
 def parse_overrides(pairs: Sequence[str]) -> dict[str, str]:
@@ -51,20 +57,23 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, str]:
         name, eq, value = pair.partition("=")
         name = name.strip()
         if not eq or not name.isidentifier() or not value.strip():
-            raise SpecError(f"--set expects NAME=VALUE, got {pair!r}")
+            raise SpecError(f"--set expects NAME=VALUE, got {excerpt(pair)}")
         out[name] = value.strip()
     return out
 
 
 class _SpecBuilder:
-    def __init__(self, path: Path, tree: Any, overrides: Mapping[str, str]):
+    def __init__(self, path: Path, tree: Any, overrides: Mapping[str, str],
+                 device: DeviceValues):
         self.path = path
         self.base = path.parent
         self.overrides = overrides
+        self.device = device
         if not isinstance(tree, dict):
             raise SpecError("the spec must be a YAML mapping", line=getattr(tree, "line", None))
         self.tree: LocatedDict = tree
         self.triton = None                      # TritonEntry when kernel is `triton:`
+        self.notes: list[str] = []              # for the plan (folded Triton arguments)
 
     # -- helpers --
 
@@ -82,17 +91,19 @@ class _SpecBuilder:
             raise self.error(f"must be a mapping, got {_kind(value)}", field, parent, key)
         for k in value:
             if k not in allowed:
-                raise self.error(f"unknown key {k!r} (expected one of: {', '.join(allowed)})",
+                raise self.error(f"unknown key {excerpt(k)} (expected one of: {', '.join(allowed)})",
                                  f"{field}.{k}", value, k)
         for k in required:
             if k not in value:
-                raise self.error(f"missing required key {k!r}", field, parent, key)
+                raise self.error(f"missing required key {excerpt(k)}", field, parent, key)
         return value
 
     def resolve_path(self, value: Any, field: str, parent: Any, key: Any,
                      must_exist: bool = True) -> Path:
         if not isinstance(value, str) or not value:
             raise self.error(f"must be a path, got {_kind(value)}", field, parent, key)
+        if "\0" in value:                 # the OS cannot open it: say so now, not after the run
+            raise self.error("a path cannot hold a NUL character", field, parent, key)
         p = Path(value).expanduser()
         p = Path(os.path.normpath(p if p.is_absolute() else self.base / p))
         if must_exist and not p.exists():
@@ -115,19 +126,22 @@ class _SpecBuilder:
             raise self.error(exc.message, field, parent, key) from None
 
     def integer(self, value: Any, field: str, parent: Any, key: Any,
-                minimum: int | None = None) -> int:
-        result = self.evaluate(value, field, parent, key)
-        result = as_int(result)
+                minimum: int | None = None, maximum: int | None = None,
+                why: str = "") -> int:
+        """An integer field; `why` says what the maximum is (", the block limit")."""
+        number = self.evaluate(value, field, parent, key)
+        result = as_int(number)
         if result is None:
-            raise self.error(f"must be an integer, got {self.evaluate(value, field, parent, key)!r}",
-                             field, parent, key)
+            raise self.error(f"must be an integer, got {excerpt(number)}", field, parent, key)
         if minimum is not None and result < minimum:
             raise self.error(f"must be >= {minimum}, got {result}", field, parent, key)
+        if maximum is not None and result > maximum:
+            raise self.error(f"must be <= {maximum}{why}, got {result}", field, parent, key)
         return result
 
     def boolean(self, value: Any, field: str, parent: Any, key: Any) -> bool:
         if not isinstance(value, bool):
-            raise self.error(f"must be true or false, got {value!r}", field, parent, key)
+            raise self.error(f"must be true or false, got {excerpt(value)}", field, parent, key)
         return value
 
     # -- sections --
@@ -136,12 +150,15 @@ class _SpecBuilder:
         t = self.tree
         for k in t:
             if k not in TOP_LEVEL_KEYS:
-                raise self.error(f"unknown top-level key {k!r} (expected one of: "
+                raise self.error(f"unknown top-level key {excerpt(k)} (expected one of: "
                                  f"{', '.join(TOP_LEVEL_KEYS)})", str(k), t, k)
         if "kernel" not in t:
             raise self.error("missing required section 'kernel'", "kernel", t)
         kernel = self.kernel(t["kernel"])
         signature = self.signature()
+        if self.triton is not None and "signature" in t:
+            from .triton_args import check_signature_names
+            check_signature_names(self, self.triton, signature)
         constants = self.constants(signature)
         self.names = _Names(self, signature)
         args, buffers = ArgsBuilder(self, signature).build()
@@ -149,14 +166,29 @@ class _SpecBuilder:
         grid = self.dims(t.get("grid"), "grid", required=True, minimum=0)
         block = self.block(launch)
         self.check_grid(grid, launch)
+        self.check_memory(buffers, grid, launch)
         checks = self.checks(buffers)
         bench = self.bench()
         return Spec(path=self.path, kernel=kernel, signature=signature, args=tuple(args),
                     buffers=buffers, vars=self.names.vars(), scalars=self.names.scalars(),
+                    device_values=dict(self.names.device_values),
+                    device_source=self.device.source if self.names.device_values else None,
+                    notes=(self.triton.notes if self.triton else ()) + tuple(self.notes),
+                    divisibility=self.divisibility(signature),
+                    arg_lines=_lines(t.get("args")),
                     grid=grid, block=block, launch=launch, checks=checks, bench=bench,
                     constants=constants,
                     tensordesc_meta=_tuple_or_none(self.triton and self.triton.tensordesc_meta),
-                    desc_padding_flag=self.triton is None or _version(self.triton) >= (3, 5))
+                    desc_flags=1 if self.triton is None else self.triton.desc_flags)
+
+    def divisibility(self, signature: sig.Signature) -> tuple[int | None, ...] | None:
+        """What a Triton entry was specialized for, per expanded parameter."""
+        if self.triton is None:
+            return None
+        from .triton_args import leaf_divisibility
+        e = self.triton
+        return leaf_divisibility(e, signature, sig.expand(signature, e.tensordesc_meta,
+                                                          e.desc_flags))
 
     def kernel(self, node: Any) -> KernelRef:
         t = self.tree
@@ -172,7 +204,7 @@ class _SpecBuilder:
         path = self.resolve_path(raw_path, f"kernel.{kind}", node, kind)
         name = node.get("name")
         if name is not None and (not isinstance(name, str) or not name):
-            raise self.error(f"must be a symbol name, got {name!r}", "kernel.name", node, "name")
+            raise self.error(f"must be a symbol name, got {excerpt(name)}", "kernel.name", node, "name")
         options = node.get("options", [])
         if "options" in node and kind != "source":
             raise self.error("only `source:` kernels take (NVRTC) options",
@@ -238,7 +270,7 @@ class _SpecBuilder:
         t = self.tree
         if node is None:
             if required:
-                raise self.error(f"missing required section {field!r}", field, t)
+                raise self.error(f"missing required section {excerpt(field)}", field, t)
             return None
         items = node if isinstance(node, list) else [node]
         if not 1 <= len(items) <= 3:
@@ -257,12 +289,20 @@ class _SpecBuilder:
         node = t.get("launch", LocatedDict())
         keys = ("num_warps", "num_ctas", "cluster", "shared", "cooperative", "pdl",
                 "global_scratch", "profile_scratch", "scratch_params")
-        node = self.mapping(node, "launch", t, "launch", keys)
-        got: dict[str, Any] = {}
-        for key in ("num_warps", "num_ctas", "shared", "scratch_params"):
+        # a Triton entry's own metadata keys (num_stages, maxnreg, ...): repeated, not changed
+        entry_keys = tuple(k for k in self.triton.metadata if k not in keys) if self.triton else ()
+        node = self.mapping(node, "launch", t, "launch", keys + entry_keys)
+        for key in entry_keys:
             if key in node:
-                got[key] = self.integer(node[key], f"launch.{key}", node, key,
-                                        minimum=0 if key in ("shared", "scratch_params") else 1)
+                self.check_entry_key(node, key)
+        got: dict[str, Any] = {}
+        bounds = {"num_warps": (1, MAX_THREADS_PER_BLOCK // 32, " (1024 threads per block)"),
+                  "num_ctas": (1, MAX_CLUSTER_SIZE, " (the largest cluster)"),
+                  "shared": (0, MAX_SHARED_BYTES, " (a 32-bit launch parameter)"),
+                  "scratch_params": (0, 2, " (0, 1 or 2 trailing pointers)")}
+        for key, (low, high, why) in bounds.items():
+            if key in node:
+                got[key] = self.integer(node[key], f"launch.{key}", node, key, low, high, why)
         for key in ("cooperative", "pdl"):
             if key in node:
                 got[key] = self.boolean(node[key], f"launch.{key}", node, key)
@@ -279,8 +319,6 @@ class _SpecBuilder:
             got = self.merge_triton_launch(got, node)
         if "scratch_params" not in got:
             got["scratch_params"] = 2 if ("global_scratch" in got or "profile_scratch" in got) else 0
-        if got["scratch_params"] > 2:
-            raise self.error("must be 0, 1 or 2", "launch.scratch_params", node, "scratch_params")
         launch = Launch(**got)
         cluster_size = launch.num_ctas if launch.cluster is None else _prod(launch.cluster)
         if cluster_size > MAX_CLUSTER_SIZE:
@@ -302,14 +340,26 @@ class _SpecBuilder:
         }
         for key, value in from_entry.items():
             if key in got and got[key] != value:
-                raise self.error(f"{got[key]!r} contradicts the Triton entry ({value!r})",
+                raise self.error(f"{excerpt(got[key])} contradicts the Triton entry ({excerpt(value)})",
                                  f"launch.{key}", node, key)
         return {**got, **from_entry}
 
+    def check_entry_key(self, node: LocatedDict, key: str) -> None:
+        """`launch:` may repeat any key of the entry's JSON, as a record of what it was
+        compiled with; a different value would not change the binary, so it is refused."""
+        want, given = self.triton.metadata[key], node[key]
+        if isinstance(want, (int, float)) and not isinstance(want, bool):
+            given = self.evaluate(given, f"launch.{key}", node, key)
+        if given != want or isinstance(given, bool) != isinstance(want, bool):
+            shown = "null" if want is None else repr(want)
+            raise self.error(f"{given!r} contradicts the Triton entry ({shown}): the binary "
+                             f"was compiled with {key} = {shown}; recompile it to change that",
+                             f"launch.{key}", node, key)
+
     def scratch(self, node: Any, field: str, parent: Any, key: str) -> Scratch:
         node = self.mapping(node, field, parent, key, ("size", "align"), required=("size",))
-        size = self.integer(node["size"], f"{field}.size", node, "size", minimum=0)
-        align = self.integer(node.get("align", 1), f"{field}.align", node, "align", minimum=1)
+        size = self.integer(node["size"], f"{field}.size", node, "size", 0, MAX_BUFFER_BYTES)
+        align = self.integer(node.get("align", 1), f"{field}.align", node, "align", 1, MAX_ALIGN)
         if align & (align - 1):
             raise self.error(f"must be a power of two, got {align}", f"{field}.align", node, "align")
         return Scratch(size, align)
@@ -345,6 +395,23 @@ class _SpecBuilder:
                     raise self.error(f"{g} is not a multiple of the cluster size {c} in "
                                      f"{'xyz'[i]}", f"grid[{i}]", t, "grid")
 
+    def check_memory(self, buffers: dict[str, BufferArg], grid, launch: Launch) -> None:
+        """The whole launch's memory against a sane static bound (limits.py), so
+        that no absurd spec reaches an allocation; the machine's real memory is
+        checked when the data is made."""
+        ctas = grid[0] * launch.num_ctas * grid[1] * grid[2]
+        total = sum(b.nbytes for b in buffers.values())
+        for key in ("global_scratch", "profile_scratch"):
+            scratch = getattr(launch, key).size * ctas
+            total += scratch
+            if scratch > MAX_DEVICE_BYTES:
+                raise self.error(f"{scratch} bytes of scratch ({ctas} CTAs x "
+                                 f"{getattr(launch, key).size}) exceed {MAX_DEVICE_BYTES} bytes",
+                                 f"launch.{key}.size", self.tree.get("launch"), key)
+        if total > MAX_DEVICE_BYTES:
+            raise self.error(f"the buffers and scratch take {total} bytes, more than "
+                             f"{MAX_DEVICE_BYTES} (1 TiB)", "args", self.tree, "args")
+
     def checks(self, buffers: dict[str, BufferArg]) -> tuple[Check, ...]:
         t = self.tree
         node = t.get("check")
@@ -355,7 +422,7 @@ class _SpecBuilder:
         for name, entry in node.items():
             field = f"check.{name}"
             if name not in buffers:
-                raise self.error(f"not a buffer argument (buffers: {', '.join(buffers) or 'none'})",
+                raise self.error(f"not a buffer argument (buffers: {shorten(', '.join(buffers) or 'none', 200)})",
                                  field, node, name)
             entry = self.mapping(entry, field, node, name,
                                  ("expect", "file", "rtol", "atol", "exact", "nan_ok"))
@@ -367,17 +434,19 @@ class _SpecBuilder:
                 known = set(buffers) | set(self.names.known())
                 unknown = sorted(expect.names - known)
                 if unknown:
-                    raise self.error(f"unknown name {unknown[0]!r} in {expect.source!r} "
-                                     f"(buffers, vars and scalar args may be used)",
-                                     f"{field}.expect", entry, "expect")
+                    raise self.error(f"unknown name {excerpt(unknown[0])} in {excerpt(expect.source)} "
+                                     f"(buffers, vars, scalar args and device values may "
+                                     f"be used)", f"{field}.expect", entry, "expect")
+                for name in sorted(expect.names & set(DEVICE_NAMES) - set(buffers)):
+                    self.evaluate(name, f"{field}.expect", entry, "expect")   # recorded now
             else:
                 file = self.resolve_path(entry["file"], f"{field}.file", entry, "file")
             tol = {}
             for key in ("rtol", "atol"):
                 if key in entry:        # YAML 1.1 reads `1e-6` as a string: evaluate it
                     value = self.evaluate(entry[key], f"{field}.{key}", entry, key)
-                    if value < 0:
-                        raise self.error(f"must be a non-negative number, got {value!r}",
+                    if not value >= 0:                  # NaN too
+                        raise self.error(f"must be a non-negative number, got {excerpt(value)}",
                                          f"{field}.{key}", entry, key)
                     tol[key] = float(value)
             exact = self.boolean(entry.get("exact", False), f"{field}.exact", entry, "exact")
@@ -395,19 +464,20 @@ class _SpecBuilder:
         for key, attr in (("warmup", "warmup_ms"), ("rep", "rep_ms")):
             if key in node:
                 value = self.evaluate(node[key], f"bench.{key}", node, key)
-                if value <= 0:
-                    raise self.error(f"must be a positive number of ms, got {value}",
-                                     f"bench.{key}", node, key)
+                if not 0 < value <= MAX_BENCH_MS:         # NaN and infinity too
+                    raise self.error(f"must be a positive number of ms up to {MAX_BENCH_MS}, "
+                                     f"got {value}", f"bench.{key}", node, key)
                 got[attr] = float(value)
         if "l2" in node:
             if node["l2"] not in ("cold", "hot"):
-                raise self.error(f"must be cold or hot, got {node['l2']!r}", "bench.l2", node, "l2")
+                raise self.error(f"must be cold or hot, got {excerpt(node['l2'])}", "bench.l2", node, "l2")
             got["l2"] = node["l2"]
         for key in ("bytes", "flops"):
             if key in node:
                 value = self.evaluate(node[key], f"bench.{key}", node, key)
-                if value < 0:
-                    raise self.error(f"must be >= 0, got {value}", f"bench.{key}", node, key)
+                if not 0 <= value < float("inf"):
+                    raise self.error(f"must be a finite number >= 0, got {value}",
+                                     f"bench.{key}", node, key)
                 got[key] = value
         return Bench(**got)
 
@@ -425,11 +495,12 @@ class _Names:
         self.raw: dict[str, tuple[Any, str, Any, Any]] = {}   # name -> (value, field, parent, key)
         for name, value in node.items():
             if not isinstance(name, str) or not name.isidentifier():
-                raise builder.error(f"var name {name!r} is not an identifier", "vars", node, name)
+                raise builder.error(f"var name {excerpt(name)} is not an identifier", "vars", node, name)
             self.raw[name] = (value, f"vars.{name}", node, name)
         for name, value in builder.overrides.items():
             if name not in self.raw:
-                raise SpecError(f"--set {name}: no such var (vars: {', '.join(self.raw) or 'none'})")
+                known = shorten(", ".join(self.raw) or "none", 200)
+                raise SpecError(f"--set {name}: no such var (vars: {known})")
             self.raw[name] = (value, f"--set {name}", None, None)
         self.var_names = list(self.raw)
         self.scalar_types: dict[str, ElementType] = {}
@@ -440,43 +511,75 @@ class _Names:
                 self._check_shared_name(name, args)
             elif given:
                 self.raw[name] = (value, field, parent, key)
+        if len(self.raw) > MAX_NAMES:
+            raise builder.error(f"more than {MAX_NAMES} vars and scalar args", "vars", t, "vars")
         self.values: dict[str, int | float] = {}
-        self.resolving: list[str] = []
+        self.device_values: dict[str, int] = {}     # the device values the spec used
 
     def _check_shared_name(self, name: str, args: Any) -> None:
         """A scalar arg named like a var (`vars: {M: 512}`, `args: {M: M}`, as Triton
         kernels with params M, N, K invite) takes the var's value, so `--set M=...`
         and sweep axes reach it; any other value would make `M` mean two things."""
         if isinstance(args, dict) and name in args and args[name] != name:
-            raise self.b.error(f"a scalar argument named like the var {name!r} takes the "
+            raise self.b.error(f"a scalar argument named like the var {excerpt(name)} takes the "
                                f"var's value: write `{name}: {name}` or rename one of them",
                                f"args.{name}", args, name)
 
     def known(self) -> list[str]:
-        return list(self.raw)
+        return list(self.raw) + [n for n in DEVICE_NAMES if n not in self.raw]
 
     def get(self, name: str) -> int | float:
         if name in self.values:
             return self.values[name]
         if name not in self.raw:
+            if name in DEVICE_NAMES:            # a var of that name would have won
+                value = self.device_values[name] = self.b.device.get(name)
+                return value
             raise KeyError(name)
+        # Resolve what `name` depends on first, in order, without recursion: a
+        # chain of 150 vars must not exhaust Python's stack.
+        for each in self._order(name):
+            self.values[each] = self._resolve(each)
+        return self.values[name]
+
+    def _depends_on(self, name: str) -> list[str]:
         value, field, parent, key = self.raw[name]
-        if name in self.resolving:
-            cycle = " -> ".join(self.resolving[self.resolving.index(name):] + [name])
-            raise self.b.error(f"circular definition: {cycle}", field, parent, key)
-        self.resolving.append(name)
-        try:
-            if name in self.scalar_types:
-                result = self._scalar(name, value, field, parent, key)
+        if isinstance(value, (bool, float)):
+            return []
+        names = self.b.expr(value, field, parent, key).names
+        return sorted(n for n in names if n in self.raw and n not in self.values)
+
+    def _order(self, name: str) -> list[str]:
+        """`name` and the unresolved names it needs, each after its own needs."""
+        order: list[str] = []
+        done: set[str] = set()
+        path = [name]
+        stack = [iter(self._depends_on(name))]
+        while stack:
+            for dep in stack[-1]:
+                if dep in done:
+                    continue
+                if dep in path:
+                    cycle = " -> ".join(path[path.index(dep):] + [dep])
+                    _, field, parent, key = self.raw[dep]
+                    raise self.b.error(f"circular definition: {cycle}", field, parent, key)
+                path.append(dep)
+                stack.append(iter(self._depends_on(dep)))
+                break
             else:
-                if isinstance(value, bool) and field.startswith("vars."):
-                    raise self.b.error("must be a number or an expression, got a boolean",
-                                       field, parent, key)
-                result = self.b.evaluate(value, field, parent, key)
-        finally:
-            self.resolving.pop()
-        self.values[name] = result
-        return result
+                stack.pop()
+                done.add(path[-1])
+                order.append(path.pop())
+        return order
+
+    def _resolve(self, name: str) -> int | float:
+        value, field, parent, key = self.raw[name]
+        if name in self.scalar_types:
+            return self._scalar(name, value, field, parent, key)
+        if isinstance(value, bool) and field.startswith("vars."):
+            raise self.b.error("must be a number or an expression, got a boolean",
+                               field, parent, key)
+        return self.b.evaluate(value, field, parent, key)
 
     def _scalar(self, name, value, field, parent, key):
         dtype = self.scalar_types[name]
@@ -512,13 +615,13 @@ class _LazyEnv(Mapping):
         return self.names.get(key)
 
     def __iter__(self):
-        return iter(self.names.raw)
+        return iter(self.names.known())
 
     def __len__(self):
-        return len(self.names.raw)
+        return len(self.names.known())
 
     def __contains__(self, key):
-        return key in self.names.raw
+        return key in self.names.raw or key in DEVICE_NAMES
 
 
 def _prod(values) -> int:
@@ -538,12 +641,11 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def _version(entry) -> tuple[int, ...]:
-    """Triton's version as numbers; an entry that does not say is taken as current."""
-    try:
-        return tuple(int(p) for p in (entry.triton_version or "99").split(".")[:2])
-    except ValueError:
-        return (99,)
+def _lines(node: Any) -> dict[str, int]:
+    """The YAML line of each top-level arg, for errors found after loading."""
+    if not isinstance(node, LocatedDict):
+        return {}
+    return {str(k): line for k in node if (line := node.line_of(k)) is not None}
 
 
 def _tuple_or_none(meta):

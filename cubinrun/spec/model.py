@@ -57,6 +57,11 @@ class BufferArg:
     shape: tuple[int, ...]
     init: Init
     save: Path | None = None
+    offset: int = 0                 # elements before the array: the kernel's pointer is past them
+
+    @property
+    def offset_bytes(self) -> int:
+        return self.offset * self.dtype.size
 
     @property
     def numel(self) -> int:
@@ -175,7 +180,12 @@ class Spec:
     bench: Bench = Bench()
     constants: dict[str, Any] = field(default_factory=dict)
     tensordesc_meta: tuple | None = None    # Triton's, one entry per tensor descriptor
-    desc_padding_flag: bool = True          # decomposed descriptors end with one (Triton 3.5+)
+    desc_flags: int = 1                     # i1 flags ending a decomposed descriptor (by Triton release)
+    device_values: dict[str, int] = field(default_factory=dict)   # sm_count ... the spec used
+    device_source: str | None = None        # where they came from, for the plan
+    notes: tuple[str, ...] = ()             # for the plan: folded Triton arguments, ...
+    divisibility: tuple | None = None       # a Triton entry's tt.divisibility per leaf
+    arg_lines: dict[str, int] = field(default_factory=dict)    # YAML line of each arg
 
     @property
     def launched_grid(self) -> tuple[int, int, int]:
@@ -183,7 +193,7 @@ class Spec:
         return (self.grid[0] * self.launch.num_ctas, self.grid[1], self.grid[2])
 
     def leaves(self) -> list[sig.Leaf]:
-        return sig.expand(self.signature, self.tensordesc_meta, self.desc_padding_flag)
+        return sig.expand(self.signature, self.tensordesc_meta, self.desc_flags)
 
     def expression_env(self) -> dict[str, int | float]:
-        return {**self.vars, **self.scalars}
+        return {**self.device_values, **self.vars, **self.scalars}

@@ -5,7 +5,7 @@ import math
 from typing import Any
 
 from ..dtypes import ElementType
-from ..errors import SpecError
+from ..errors import SpecError, excerpt
 
 # Finite values at or beyond these round to infinity under round-to-nearest-even.
 FLOAT_OVERFLOW = {
@@ -20,13 +20,13 @@ def check_scalar_value(dtype: ElementType, value: Any) -> int | float:
     if dtype.kind in ("int", "uint", "bool"):
         number = as_int(value)
         if number is None:
-            raise SpecError(f"{dtype.name} needs an integer, got {value!r}")
+            raise SpecError(f"{dtype.name} needs an integer, got {excerpt(value)}")
         lo, hi = dtype.int_range()
         if not lo <= number <= hi:
             raise SpecError(f"{number} is out of range for {dtype.name} [{lo}, {hi}]")
         return number
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise SpecError(f"{dtype.name} needs a number, got {value!r}")
+        raise SpecError(f"{dtype.name} needs a number, got {excerpt(value)}")
     limit = FLOAT_OVERFLOW.get(dtype.name)
     if isinstance(value, int) and abs(value) >= 2**1024:
         raise SpecError(f"{value} is out of range for {dtype.name}")

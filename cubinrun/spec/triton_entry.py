@@ -27,11 +27,16 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..dtypes import ELEMENT_TYPES
-from ..errors import SpecError
+from ..errors import SpecError, excerpt, shorten
+from ..inputs import read_text
+from ..limits import (MAX_ALIGN, MAX_BUFFER_BYTES, MAX_CLUSTER_CTAS, MAX_PARAMS,
+                      MAX_SHARED_BYTES, MAX_SYMBOL_CHARS, MAX_TRITON_JSON_BYTES, MAX_TTIR_BYTES,
+                      MAX_WARPS)
+from . import triton_versions
 from ..signature import (
     ParamType,
     PointerType,
@@ -62,6 +67,15 @@ class TritonEntry:
     triton_version: str | None
     num_scratch_params: int      # trailing scratch pointers the kernel declares
     signature: Signature | None  # None when not asked for
+    ttir: "Ttir | None" = None   # None when the spec gives the signature and there is none
+    version: tuple[int, int] | None = None      # (3, 6) from triton_version
+    notes: tuple[str, ...] = ()  # for the plan: a newer release, no TTIR
+    metadata: dict = field(default_factory=dict, compare=False)    # the JSON, every key
+
+    @property
+    def desc_flags(self) -> int:
+        """i1 flags a decomposed tensor descriptor ends with (see triton_versions)."""
+        return triton_versions.desc_flags(self.version)
 
 
 def read_triton_entry(json_path: str | Path, *, with_signature: bool = True) -> TritonEntry:
@@ -78,62 +92,172 @@ def read_triton_entry(json_path: str | Path, *, with_signature: bool = True) -> 
     cubin_path = json_path.with_suffix(".cubin")
     if not cubin_path.is_file():
         raise SpecError(f"the cubin {cubin_path.name} is not beside it", file=str(json_path))
-
-    def number(key: str, default: int | None = None) -> int:
-        value = meta.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise SpecError(f"`{key}` should be an integer, got {value!r}", file=str(json_path))
-        return value
+    fields = _Fields(meta, str(json_path))
 
     name = meta.get("name")
-    if not isinstance(name, str) or not name:
+    if not isinstance(name, str) or not name or len(name) > MAX_SYMBOL_CHARS or "\0" in name:
         raise SpecError("no kernel `name` in this Triton metadata", file=str(json_path))
-    num_ctas = number("num_ctas", 1)
-    cluster = meta.get("cluster_dims") or [num_ctas, 1, 1]
-    tensordesc_meta = meta.get("tensordesc_meta")
-    if tensordesc_meta is not None and not isinstance(tensordesc_meta, list):
-        raise SpecError("`tensordesc_meta` should be a list", file=str(json_path))
+    num_ctas = fields.integer("num_ctas", 1, 1, MAX_CLUSTER_CTAS)
+    cluster = fields.cluster_dims(num_ctas)
+    tensordesc_meta = fields.tensordesc_meta()
+    raw_version = meta.get("triton_version")
+    if raw_version is not None and not (isinstance(raw_version, str) and len(raw_version) < 64):
+        raise SpecError(f"`triton_version` should be a string such as \"3.6.0\", got "
+                        f"{excerpt(raw_version)}", file=str(json_path))
 
-    signature = None
-    if with_signature:
-        source_path = json_path.with_suffix(".source")
-        try:
-            text = source_path.read_text()
-        except OSError as exc:
-            raise SpecError(f"cannot read the TTIR to recover the signature: {exc.strerror}",
-                            file=str(source_path)) from None
-        signature = signature_from_ttir(text, kernel=name, file=str(source_path))
+    version = triton_versions.parse_version(raw_version)
+    _refuse_unsupported(meta, str(json_path))
+    ttir = _ttir(json_path.with_suffix(".source"), name, with_signature, meta)
 
     return TritonEntry(
         name=name,
         json_path=json_path,
         cubin_path=cubin_path,
-        num_warps=number("num_warps"),
+        num_warps=fields.integer("num_warps", None, 1, MAX_WARPS),
         num_ctas=num_ctas,
-        cluster_dims=tuple(cluster),
-        shared=number("shared", 0),
-        global_scratch_size=number("global_scratch_size", 0),
-        global_scratch_align=number("global_scratch_align", 1),
-        profile_scratch_size=number("profile_scratch_size", 0),
-        profile_scratch_align=number("profile_scratch_align", 1),
-        cooperative=bool(meta.get("launch_cooperative_grid", False)),
-        pdl=bool(meta.get("launch_pdl", False)),
+        cluster_dims=cluster,
+        shared=fields.integer("shared", 0, 0, MAX_SHARED_BYTES),
+        global_scratch_size=fields.integer("global_scratch_size", 0, 0, MAX_BUFFER_BYTES),
+        global_scratch_align=fields.power_of_two("global_scratch_align"),
+        profile_scratch_size=fields.integer("profile_scratch_size", 0, 0, MAX_BUFFER_BYTES),
+        profile_scratch_align=fields.power_of_two("profile_scratch_align"),
+        cooperative=fields.boolean("launch_cooperative_grid"),
+        pdl=fields.boolean("launch_pdl"),
         tensordesc_meta=tensordesc_meta,
         arch=_arch(meta, json_path),
-        triton_version=meta.get("triton_version"),
+        triton_version=raw_version,
         num_scratch_params=("global_scratch_size" in meta) + ("profile_scratch_size" in meta),
-        signature=signature,
+        signature=ttir.signature if ttir and with_signature else None,
+        ttir=ttir,
+        version=version,
+        notes=_notes(meta, version, ttir),
+        metadata=meta,
     )
+
+
+def _ttir(source_path: Path, name: str, required: bool, meta: dict) -> Ttir | None:
+    """The TTIR beside the JSON: the signature (required when the spec gives
+    none) and the specialization of each argument (checked when it reads)."""
+    try:
+        try:
+            text = read_text(source_path, MAX_TTIR_BYTES, "TTIR")
+        except SpecError as exc:
+            raise SpecError(f"cannot read the TTIR to recover the signature: "
+                            f"{exc.message.removeprefix(f'{source_path}: ')}",
+                            file=str(source_path), line=exc.line) from None
+        return read_ttir(text, kernel=name, file=str(source_path))
+    except SpecError as exc:
+        if not required:
+            return None                 # the spec's signature stands; nothing to check
+        version = meta.get("triton_version")
+        if triton_versions.is_newer(triton_versions.parse_version(version)):
+            exc.message += triton_versions.newer_error(version)
+        raise
+
+
+def _refuse_unsupported(meta: dict, file: str) -> None:
+    """What Triton's launcher does for such an entry that cubinrun does not."""
+    mode = meta.get("instrumentation_mode")
+    if isinstance(mode, str) and "gsan" in mode:
+        raise SpecError(f"compiled with instrumentation_mode {mode!r}: Triton 3.8+ passes such "
+                        "a kernel three more arguments (its sanitizer's state), which cubinrun "
+                        "does not make; recompile without instrumentation", file=file)
+    for i, desc in enumerate(meta.get("tensordesc_meta") or ()):
+        if isinstance(desc, dict) and desc.get("is_im2col"):
+            raise SpecError(f"tensordesc_meta[{i}] is an im2col tensor descriptor (Triton 3.8+), "
+                            "which cubinrun cannot encode; only tiled descriptors are "
+                            "supported", file=file)
+
+
+def _notes(meta: dict, version: tuple[int, int] | None, ttir: Ttir | None) -> tuple[str, ...]:
+    """What the plan should say about this entry."""
+    notes = []
+    if triton_versions.is_newer(version):
+        notes.append(triton_versions.newer_note(meta["triton_version"], meta))
+    if ttir is None:
+        notes.append("no readable TTIR beside the entry: the arguments are not checked "
+                     "against what Triton specialized the kernel for")
+    return tuple(notes)
+
+
+class _Fields:
+    """Each field of the JSON checked for its type and range: a Triton entry
+    edited by hand (or damaged) must not be read as something else, such as
+    `"launch_pdl": "false"`, a non-empty string, read as true."""
+
+    def __init__(self, meta: dict, file: str):
+        self.meta, self.file = meta, file
+
+    def fail(self, key: str, expected: str, value) -> SpecError:
+        return SpecError(f"`{key}` should be {expected}, got {excerpt(value)}", file=self.file)
+
+    def integer(self, key: str, default: int | None, low: int, high: int) -> int:
+        value = self.meta.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise self.fail(key, f"an integer in [{low}, {high}]", value)
+        return value
+
+    def power_of_two(self, key: str) -> int:
+        value = self.integer(key, 1, 1, MAX_ALIGN)
+        if value & (value - 1):
+            raise self.fail(key, "a power of two", value)
+        return value
+
+    def boolean(self, key: str) -> bool:
+        value = self.meta.get(key, False)
+        if not isinstance(value, bool):
+            raise self.fail(key, "true or false", value)
+        return value
+
+    def cluster_dims(self, num_ctas: int) -> tuple[int, int, int]:
+        value = self.meta.get("cluster_dims")
+        if value is None:
+            return (num_ctas, 1, 1)
+        if not (isinstance(value, list) and len(value) == 3
+                and all(isinstance(v, int) and not isinstance(v, bool)
+                        and 1 <= v <= MAX_CLUSTER_CTAS for v in value)):
+            raise self.fail("cluster_dims", f"three integers in [1, {MAX_CLUSTER_CTAS}]", value)
+        return tuple(value)
+
+    def tensordesc_meta(self) -> list | None:
+        value = self.meta.get("tensordesc_meta")
+        if value is None:
+            return None
+        if not isinstance(value, list) or len(value) > MAX_PARAMS:
+            raise self.fail("tensordesc_meta", "a list", value)
+        for i, entry in enumerate(value):
+            if entry is not None and not _valid_desc_meta(entry):
+                raise self.fail(f"tensordesc_meta[{i}]", "null or {elem_type, elem_size, "
+                                "block_size, swizzle, fp4_padded}", entry)
+        return value
+
+
+def _valid_desc_meta(entry) -> bool:
+    """One tensor descriptor's TMA encoding, as Triton writes it."""
+    def small(v, high):
+        return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= high
+    block = entry.get("block_size") if isinstance(entry, dict) else None
+    return (isinstance(entry, dict) and small(entry.get("elem_type"), 63)
+            and entry.get("elem_size") in (1, 2, 4, 8) and small(entry.get("swizzle"), 3)
+            and isinstance(block, list) and 1 <= len(block) <= 5
+            and all(small(b, 256) and b > 0 for b in block)
+            and isinstance(entry.get("fp4_padded", False), bool))
 
 
 def _load_json(path: Path) -> dict:
     try:
-        meta = json.loads(path.read_text())
-    except OSError as exc:
-        raise SpecError(f"cannot read the Triton metadata: {exc.strerror}",
-                        file=str(path)) from None
+        text = read_text(path, MAX_TRITON_JSON_BYTES, "Triton metadata")
+    except SpecError as exc:
+        raise SpecError(f"cannot read the Triton metadata: "
+                        f"{exc.message.removeprefix(f'{path}: ')}", file=str(path),
+                        line=exc.line) from None
+    try:
+        meta = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise SpecError(f"not valid JSON ({exc.msg}, line {exc.lineno})", file=str(path)) from None
+        raise SpecError(f"not valid JSON ({exc.msg})", file=str(path), line=exc.lineno) from None
+    except (ValueError, RecursionError) as exc:     # a 5000-digit number, deep nesting
+        why = "nested too deeply" if isinstance(exc, RecursionError) else shorten(str(exc))
+        raise SpecError(f"not valid JSON ({why})", file=str(path)) from None
     if not isinstance(meta, dict):
         raise SpecError("Triton metadata should be a JSON object", file=str(path))
     return meta
@@ -141,10 +265,12 @@ def _load_json(path: Path) -> dict:
 
 def _arch(meta: dict, path: Path) -> str:
     target = meta.get("target")
-    if not isinstance(target, dict) or not isinstance(target.get("arch"), int):
-        raise SpecError("no integer `target.arch` in this Triton metadata", file=str(path))
+    arch = target.get("arch") if isinstance(target, dict) else None
+    if isinstance(arch, bool) or not isinstance(arch, int) or not 10 <= arch <= 999:
+        raise SpecError("no integer `target.arch` (a compute capability such as 90) in this "
+                        "Triton metadata", file=str(path))
     if target.get("backend") != "cuda":
-        raise SpecError(f"this entry is for the {target.get('backend')!r} backend, not cuda",
+        raise SpecError(f"this entry is for the {excerpt(target.get('backend'))} backend, not cuda",
                         file=str(path))
     capability = target["arch"]
     # Triton's sm_arch_from_capability: 90 and up are compiled as the "a" variant.
@@ -165,7 +291,9 @@ _ARG = re.compile(r"%([\w$.-]+)\s*:\s*")
 _NAME_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)"\s*[()]')
 _LOC_ALIAS = re.compile(r"loc\((#[\w$.-]+)\)")
 _PTR = re.compile(r"!tt\.ptr<(\w+)(?:,\s*\d+)?>")
-_DESC = re.compile(r"!tt\.tensordesc<tensor<((?:\d+x)+)(\w+)(?:,[^>]*)?>>")
+# 3.4-3.7 write !tt.tensordesc<tensor<64x64xf16>>, 3.8+ !tt.tensordesc<64x64xf16>.
+_DESC = re.compile(r"!tt\.tensordesc<(?:tensor<)?((?:\d+x)+)(\w+)(?:,[^>]*)?>?>")
+_DIVISIBILITY = re.compile(r"\btt\.divisibility\s*=\s*(\d+)")
 
 
 @dataclass
@@ -173,20 +301,65 @@ class _Arg:
     ssa_name: str      # "%x_ptr" without the %
     mlir_type: str
     loc_name: str | None    # the Python parameter it came from (3.5+)
+    divisibility: int | None = None     # tt.divisibility: what Triton specialized it for
+
+    @property
+    def param(self) -> str | None:
+        """The Python parameter: 3.8+ names a tuple's elements `t.0`, `t.1`."""
+        return self.loc_name.split(".")[0] if self.loc_name else None
+
+
+@dataclass(frozen=True)
+class Ttir:
+    """What the TTIR says: the signature, and each argument's specialization.
+
+    `args` are the TTIR arguments in order as (is a tensor descriptor, its
+    block rank, tt.divisibility or None); `leaf_divisibility` lines them up with
+    the parameters `signature.expand` gives, which a decomposed descriptor
+    makes more of than the TTIR has."""
+    signature: Signature
+    args: tuple[tuple[bool, int, int | None], ...]
+    names: tuple[str, ...]             # the Python parameter names (3.5+), in order
+
+    def leaf_divisibility(self, tensordesc_meta, desc_flags: int) -> tuple[int | None, ...]:
+        metas = iter(tensordesc_meta or ())
+        out: list[int | None] = []
+        i = 0
+        while i < len(self.args):
+            is_desc, rank, divisibility = self.args[i]
+            out.append(divisibility)
+            i += 1
+            if is_desc:
+                if next(metas, None) is None:           # base, shape, strides, flags
+                    out.extend([None] * (2 * rank + desc_flags))
+                tail = self.args[i:i + 2 * rank]
+                out.extend(d for _, _, d in tail)
+                i += 2 * rank
+        return tuple(out)
 
 
 def signature_from_ttir(text: str, *, kernel: str | None = None, file: str = "TTIR") -> Signature:
     """The kernel's parameters, from the `tt.func public` in Triton's TTIR."""
+    return read_ttir(text, kernel=kernel, file=file).signature
+
+
+def read_ttir(text: str, *, kernel: str | None = None, file: str = "TTIR") -> Ttir:
+    """The signature and the specialization of each argument, from the TTIR."""
     args = _func_args(text, kernel, file)
-    units: list[tuple[str | None, str, ParamType]] = []   # (loc name, ssa name, type)
+    units: list[tuple[str | None, str, ParamType]] = []   # (parameter, ssa name, type)
+    specialized: list[tuple[bool, int, int | None]] = []
     i = 0
     while i < len(args):
         arg = args[i]
         ty = _param_type(arg, file)
         i += 1
-        if isinstance(ty, TensorDescType):
-            i = _skip_desc_tail(args, i, ty, arg, file)
-        units.append((arg.loc_name, arg.ssa_name, ty))
+        is_desc = isinstance(ty, TensorDescType)
+        specialized.append((is_desc, ty.ndim if is_desc else 0, arg.divisibility))
+        if is_desc:
+            end = _skip_desc_tail(args, i, ty, arg, file)
+            specialized.extend((False, 0, a.divisibility) for a in args[i:end])
+            i = end
+        units.append((arg.param, arg.ssa_name, ty))
 
     params: list[tuple[str, ParamType]] = []
     used: set[str] = set()
@@ -197,11 +370,18 @@ def signature_from_ttir(text: str, *, kernel: str | None = None, file: str = "TT
         # Consecutive units from one Python parameter are a flattened tuple.
         while loc_name and k < len(units) and units[k][0] == loc_name:
             k += 1
-        if k - j > 1:
+        if k - j > 1 or (loc_name and args_named_as_tuple(args, ssa_name)):
             ty = TupleType(tuple(u[2] for u in units[j:k]))
         params.append((_identifier(loc_name or ssa_name, used), ty))
         j = k
-    return Signature(tuple(params))
+    names = tuple(name for name, _ in params) if any(a.loc_name for a in args) else ()
+    return Ttir(Signature(tuple(params)), tuple(specialized), names)
+
+
+def args_named_as_tuple(args: list[_Arg], ssa_name: str) -> bool:
+    """A one-element tuple: 3.8+ names its element `t.0`."""
+    arg = next(a for a in args if a.ssa_name == ssa_name)
+    return "." in (arg.loc_name or "")
 
 
 def _func_args(text: str, kernel: str | None, file: str) -> list[_Arg]:
@@ -216,14 +396,16 @@ def _func_args(text: str, kernel: str | None, file: str) -> list[_Arg]:
     for piece in _split_top(body):
         m = _ARG.match(piece)
         if not m:
-            raise SpecError(f"cannot read the kernel argument {piece[:60]!r}", file=file)
+            raise SpecError(f"cannot read the kernel argument {excerpt(piece)}", file=file)
         rest = piece[m.end():]
         mlir_type = _type_token(rest)
         tail = rest[len(mlir_type):]
+        divisibility = _DIVISIBILITY.search(tail.split(" loc(")[0])
         if alias := _LOC_ALIAS.search(tail):
             tail = aliases.get(alias.group(1), "")
         loc = _NAME_LOC.search(tail)
-        args.append(_Arg(m.group(1), mlir_type, _unescape(loc.group(1)) if loc else None))
+        args.append(_Arg(m.group(1), mlir_type, _unescape(loc.group(1)) if loc else None,
+                         int(divisibility.group(1)) if divisibility else None))
     return args
 
 
@@ -300,8 +482,10 @@ def _param_type(arg: _Arg, file: str) -> ParamType:
             return PointerType(ELEMENT_TYPES[_MLIR_TYPES[m.group(1)]])
     elif m := _DESC.fullmatch(t):
         if m.group(2) in _MLIR_TYPES:
-            dims = tuple(int(d) for d in m.group(1).rstrip("x").split("x"))
-            return TensorDescType(ELEMENT_TYPES[_MLIR_TYPES[m.group(2)]], dims)
+            digits = m.group(1).rstrip("x").split("x")
+            if len(digits) <= 5 and all(len(d) <= 4 for d in digits):    # TMA: <= 256
+                dims = tuple(int(d) for d in digits)
+                return TensorDescType(ELEMENT_TYPES[_MLIR_TYPES[m.group(2)]], dims)
     raise SpecError(f"kernel argument %{arg.ssa_name} has type {t}, which cubinrun "
                     "cannot pass; give the signature in the spec", file=file)
 
