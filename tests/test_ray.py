@@ -26,8 +26,10 @@ from cubinrun.errors import EXIT_CHECK_FAILED, EXIT_CUDA, EXIT_OK, EXIT_USAGE
 ray = pytest.importorskip("ray")
 
 ENV = {"FAKECUDA_DEVICES": "2", "FAKECUDA_CRASH": "fault_kernel",
-       "RAY_memory_monitor_refresh_ms": "0",
-       "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), str(REPO)])}
+       "RAY_memory_monitor_refresh_ms": "0",           # where Ray lives (--target) stays too:
+       "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), str(REPO),
+                                      *filter(None, os.environ.get("PYTHONPATH", "")
+                                              .split(os.pathsep))])}
 
 
 @pytest.fixture(scope="module")
