@@ -176,6 +176,13 @@ def device_pci_bus_id(handle) -> str:
     return call("cuDeviceGetPCIBusId", 64, handle).split(b"\0", 1)[0].decode()
 
 
+def device_uuid(handle) -> str:
+    """The device's UUID as nvidia-smi prints it (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx):
+    what tells two cards of the same model apart, whatever the ordinals."""
+    raw = bytes(call("cuDeviceGetUuid", handle).bytes)[:16].hex()
+    return f"GPU-{raw[:8]}-{raw[8:12]}-{raw[12:16]}-{raw[16:20]}-{raw[20:]}"
+
+
 def driver_version() -> int:
     return call("cuDriverGetVersion")
 

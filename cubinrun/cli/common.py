@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import click
 
@@ -76,3 +77,26 @@ def one_run(spec_path: str, overrides: tuple[str, ...], device: int | None):
                          f"one: pick it with --set (e.g. {point_text(task.point)})")
     spec = load_spec(spec_path, task.overrides, device=device_values_of(device or 0))
     return spec, tuple(f"{k}={v}" for k, v in task.overrides.items())
+
+
+def optional_value(args: list[str], option: str, takes: Callable[[str], bool],
+                   default: str) -> list[str]:
+    """`option` takes the next word as its value only when `takes(word)`, else
+    `default`, so an option whose value may be left out cannot swallow a spec
+    path. Every `option` becomes `option=VALUE`; words after `--` are left alone."""
+    out: list[str] = []
+    position = 0
+    while position < len(args):
+        word = args[position]
+        position += 1
+        if word == "--":
+            out += args[position - 1:]
+            break
+        if word != option:
+            out.append(word)
+        elif position < len(args) and takes(args[position]):
+            out.append(f"{option}={args[position]}")
+            position += 1
+        else:
+            out.append(f"{option}={default}")
+    return out

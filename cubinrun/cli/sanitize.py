@@ -11,24 +11,9 @@ MAX_ROWS = 20                   # groups of findings shown in the table
 def optional_tool(args: list[str]) -> list[str]:
     """`--sanitize` takes the next word as its tool only when it names one, so
     `--sanitize configs/x.yaml` is memcheck on that spec (an optional value
-    would otherwise swallow the spec path). Every `--sanitize` becomes
-    `--sanitize=TOOL`; words after `--` are left alone."""
-    out: list[str] = []
-    position = 0
-    while position < len(args):
-        word = args[position]
-        position += 1
-        if word == "--":
-            out += args[position - 1:]
-            break
-        if word != "--sanitize":
-            out.append(word)
-        elif position < len(args) and args[position] in TOOLS:
-            out.append(f"--sanitize={args[position]}")
-            position += 1
-        else:
-            out.append(f"--sanitize={TOOLS[0]}")
-    return out
+    would otherwise swallow the spec path)."""
+    from .common import optional_value
+    return optional_value(args, "--sanitize", TOOLS.__contains__, TOOLS[0])
 
 
 def render(run, out) -> None:

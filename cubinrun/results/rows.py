@@ -75,3 +75,13 @@ def number(value: float | None, digits: int = 2) -> str:
 
 def percent(value: float | None) -> str:
     return "" if value is None else f"{100 * value:.1f}%"
+
+
+def device_labels(results: list[dict]) -> list[str] | None:
+    """Which GPU ran each result (`0`, or `host:0` across hosts), when the
+    results ran on more than one (--devices, --ray); else None."""
+    devices = [r.get("device") or {} for r in results]
+    hosts = {d.get("host") for d in devices if d.get("host")}
+    labels = [(f"{d['host']}:" if len(hosts) > 1 and d.get("host") else "")
+              + str(d.get("ordinal", "")) for d in devices]
+    return labels if len({(d.get("host"), d.get("uuid")) for d in devices}) > 1 else None

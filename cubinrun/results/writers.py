@@ -19,7 +19,8 @@ from typing import TextIO
 from ..report import _finite as finite          # NaN and infinities as null
 from .rows import DEBUG_CHECKS, failed_checks, number, percent, point_text, row
 
-CSV_COLUMNS = ("spec", "point", "kernel", "device", "exit_code", "status", "check",
+CSV_COLUMNS = ("spec", "point", "kernel", "device", "device_ordinal", "device_uuid", "host",
+               "exit_code", "status", "check",
                "median_us", "min_us", "max_us", "mean_us", "std_us", "p10_us", "p90_us",
                "samples", "l2", "sm_clock_mhz", "gbps", "tflops", "bandwidth_fraction",
                "fp32_fraction", "verdict", "ratio", "error")
@@ -87,9 +88,11 @@ def csv_text(results: list[dict]) -> str:
         timing = result.get("timing") or {}
         t = result.get("throughput") or {}
         flat = row(result)
+        device = result.get("device") or {}
         record = {
             "spec": flat["spec"], "point": flat["point"], "kernel": flat["kernel"],
-            "device": (result.get("device") or {}).get("name"),
+            "device": device.get("name"), "device_ordinal": device.get("ordinal"),
+            "device_uuid": device.get("uuid"), "host": device.get("host"),
             "exit_code": result.get("exit_code"), "status": flat["status"],
             "check": flat["check"], "verdict": flat["verdict"], "ratio": flat["ratio"],
             "error": flat["error"],

@@ -6,6 +6,12 @@ Faults, for the multi-run tests: a kernel named in `sticky_kernels` poisons
 the context at the next synchronise (as an illegal address does: every later
 call fails the same way, until cuDevicePrimaryCtxReset), and one named in
 `crash_kernels` kills the process when it is loaded.
+
+Several devices, for the scale-out tests: $FAKECUDA_DEVICES=N gives N of them
+(named by $FAKECUDA_NAMES, comma-separated, the last name repeated), and then
+$CUDA_VISIBLE_DEVICES selects among them by index as it does for a real
+driver, so each worker process sees its own one, with its own UUID. Without
+$FAKECUDA_DEVICES there is one "Fake H200" whatever the environment says.
 """
 from __future__ import annotations
 
@@ -20,6 +26,35 @@ import numpy as np
 from cubinrun import driver
 
 CUDA_ERROR_ILLEGAL_ADDRESS = 700
+
+
+class FakeUuid:
+    """What cuda.bindings returns for cuDeviceGetUuid: a CUuuid with `.bytes`."""
+
+    def __init__(self, raw: bytes):
+        self.bytes = raw
+
+
+def visible_devices() -> list[int]:
+    """The physical indices this process sees, in order."""
+    count = os.environ.get("FAKECUDA_DEVICES")
+    if count is None:
+        return [0]
+    physical = range(int(count))
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return list(physical)
+    chosen = []
+    for entry in visible.split(","):
+        if not entry.strip().isdigit() or int(entry) not in physical:
+            break                           # as CUDA does: the list ends at the first bad entry
+        chosen.append(int(entry))
+    return chosen
+
+
+def device_name(index: int) -> str:
+    names = os.environ.get("FAKECUDA_NAMES", "Fake H200").split(",")
+    return names[min(index, len(names) - 1)]
 
 
 class FakeDevice:
@@ -65,9 +100,10 @@ class FakeDevice:
 
     def cuInit(self, flags): return None
     def cuCtxSynchronize(self): return None
-    def cuDeviceGetCount(self): return 1
-    def cuDeviceGet(self, ordinal): return ordinal
-    def cuDeviceGetName(self, length, handle): return b"Fake H200\0\0"
+    def cuDeviceGetCount(self): return len(visible_devices())
+    def cuDeviceGet(self, ordinal): return visible_devices()[ordinal]     # its physical index
+    def cuDeviceGetName(self, length, handle): return device_name(handle).encode() + b"\0\0"
+    def cuDeviceGetUuid(self, handle): return FakeUuid(bytes([0xFA, 0xCE, *[0] * 13, handle]))
     def cuDevicePrimaryCtxRetain(self, handle): return 1
     def cuCtxSetCurrent(self, context): return None
 
