@@ -80,6 +80,9 @@ def test_guard_and_repeat_reach_worker_processes(workers, passing, capsys):
     code, out, _ = run_cli(capsys, "launch", "--json", passing, passing, "--no-bench")
     results = json.loads(out)["results"]
     assert [r["guards"]["buffers"] for r in results] == [3, 3] and "repeat" not in results[0]
+    # each worker's run reports its own stages beside the debugging aids
+    assert all(set(r["stages_s"]) == {"init", "upload", "launch", "download", "check"}
+               for r in results)
 
 
 # ------------------------------------------------------------- --sanitize, many runs

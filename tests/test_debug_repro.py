@@ -250,3 +250,21 @@ def test_the_command_line(tmp_path, capsys):
     assert os.access(tmp_path / "r" / "run.sh", os.X_OK)
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == \
         ["expected", "inputs", "kernel.cubin", "outputs", "repro.c", "run.sh"]
+
+
+def test_inputs_and_expected_outputs_are_written_block_by_block(monkeypatch, tmp_path):
+    from cubinrun import check, hostdata
+    from cubinrun.buffers import make_host_arrays
+    from cubinrun.plan import make_plan
+    monkeypatch.setattr(hostdata, "CHUNK", 1000)
+    monkeypatch.setattr(check, "CHUNK", 1000)
+    n = 50_500                                          # 51 blocks, the last one short
+    with monkeypatch.context() as m:                    # no input is ever made whole
+        m.setattr(hostdata.InputValues, "whole", lambda self: pytest.fail("made whole"))
+        write(CONFIGS / "vector_add.yaml", tmp_path, f"N={n}")
+    spec = load_spec(CONFIGS / "vector_add.yaml", parse_overrides([f"N={n}"]))
+    x, y, out = make_host_arrays(make_plan(spec))
+    for name, array in (("00_x", x), ("01_y", y), ("02_out", out)):
+        assert (tmp_path / "inputs" / f"{name}.bin").read_bytes() == array.tobytes()
+    expected = (tmp_path / "expected" / "out.bin").read_bytes()
+    assert expected == (x.astype(np.float64) + y).tobytes()     # "close": float64 values

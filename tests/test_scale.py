@@ -26,7 +26,7 @@ from cubinrun.runs.devices import parse_devices, placements, spread
 from cubinrun.runs.expand import expand
 from cubinrun.runs.worker import Runner
 
-PER_RUN = ("timing", "throughput", "wall_s", "device")     # what may differ between workers
+PER_RUN = ("timing", "throughput", "wall_s", "stages_s", "device")   # may differ by worker
 
 
 def comparable(result: dict) -> dict:

@@ -25,8 +25,8 @@ GUARD_BYTES = 256
 PATTERN = bytes([0xCB, 0x5E, 0xA7, 0x3D])
 
 
-def _pattern_array() -> np.ndarray:
-    return np.frombuffer(PATTERN * (GUARD_BYTES // len(PATTERN)), dtype=np.uint8)
+# One band's bytes; lives as long as the module, as async copies read it later.
+_BAND = np.frombuffer(PATTERN * (GUARD_BYTES // len(PATTERN)), dtype=np.uint8)
 
 
 @dataclass(frozen=True)
@@ -72,21 +72,21 @@ class GuardViolation:
 
 
 def guarded_alloc(alloc: Callable[[int], int], name: str, nbytes: int,
-                  itemsize: int, offset: int = 0) -> tuple[int, Guard]:
-    """Allocate `nbytes` with a band on each side through `alloc`; fill the bands.
-    `offset` (a spec's `offset:`) moves the buffer and its bands that many bytes
-    past the alignment. Returns the buffer's address and its Guard."""
+                  itemsize: int, offset: int = 0, stream: int = 0) -> tuple[int, Guard]:
+    """Allocate `nbytes` with a band on each side through `alloc`; fill the bands
+    on `stream` (the buffers' upload stream, which is waited for before the
+    launch). `offset` (a spec's `offset:`) moves the buffer and its bands that
+    many bytes past the alignment. Returns the buffer's address and its Guard."""
     base = alloc(offset + nbytes + 2 * GUARD_BYTES)
     guard = Guard(name, base + offset + GUARD_BYTES, nbytes, itemsize)
-    pattern = _pattern_array()
-    driver.copy_to_device(guard.before, pattern)
-    driver.copy_to_device(guard.after, pattern)
+    for address in (guard.before, guard.after):
+        driver.copy_to_device_async(address, _BAND.ctypes.data, GUARD_BYTES, stream)
     return guard.pointer, guard
 
 
 def check_guards(guards: list[Guard]) -> list[GuardViolation]:
     """Read every band back; one violation per band that changed."""
-    pattern = _pattern_array()
+    pattern = _BAND
     found = []
     band = np.empty(GUARD_BYTES, dtype=np.uint8)
     for guard in guards:

@@ -68,13 +68,17 @@ def load_kernel_for_repro(spec, arch: str | None = None):
     return prepare(spec, arch=arch, build_launcher=False)
 
 
-def write_repro(prepared, folder: Path, host_arrays: list[np.ndarray] | None = None) -> Written:
-    """Write the reproducer of `prepared` (prepare.Prepared; no launcher needed)."""
-    from ..buffers import make_host_arrays
+def write_repro(prepared, folder: Path, inputs: list | None = None) -> Written:
+    """Write the reproducer of `prepared` (prepare.Prepared; no launcher needed).
+    `inputs`: the buffers' hostdata.InputValues (made here if not given). Inputs
+    and expected outputs are written block by block, made on the worker
+    threads: no buffer is ever whole in host memory."""
+    from ..buffers import make_inputs
+    from ..check import expected_for
     plan = prepared.plan
     spec = plan.spec
-    if host_arrays is None:
-        host_arrays = make_host_arrays(plan)
+    if inputs is None:
+        inputs = make_inputs(plan)
     folder.mkdir(parents=True, exist_ok=True)
     for sub in ("inputs", "expected", "outputs"):
         (folder / sub).mkdir(exist_ok=True)
@@ -83,27 +87,24 @@ def write_repro(prepared, folder: Path, host_arrays: list[np.ndarray] | None = N
 
     names = list(spec.buffers)
     buffer_rows, input_bytes = [], 0
-    for index, (name, array) in enumerate(zip(names, host_arrays, strict=True)):
+    for index, (name, values) in enumerate(zip(names, inputs, strict=True)):
         path = f"inputs/{index:02d}_{_file_name(name)}.bin"
-        (folder / path).write_bytes(np.ascontiguousarray(array).tobytes())
+        nbytes = _write_blocks(folder / path, _input_blocks(values))
         files.append(path)
-        input_bytes += array.nbytes
+        input_bytes += nbytes
         offset = spec.buffers[name].offset_bytes
-        buffer_rows.append(f"    {{{_c_string(name)}, {_c_string(path)}, {array.nbytes}u, "
+        buffer_rows.append(f"    {{{_c_string(name)}, {_c_string(path)}, {nbytes}u, "
                            f"{offset}u}},")
 
     check_rows, tables = [], {}
-    inputs = dict(zip(names, host_arrays))
-    input_types = {name: spec.buffers[name].dtype for name in names}
+    by_name = dict(zip(names, inputs))
     env = spec.expression_env()
-    from ..check import expected_for
     for check in spec.checks:
         buffer = spec.buffers[check.output]
         dtype = buffer.dtype
-        mode, expected, rtol, atol, nan_ok = expected_for(check, buffer.shape, dtype, inputs,
-                                                          env, input_types)
+        expected = expected_for(check, buffer.shape, dtype, by_name, env)
         path = f"expected/{_file_name(check.output)}.bin"
-        (folder / path).write_bytes(expected.tobytes())
+        _write_blocks(folder / path, expected.blocks())
         files.append(path)
         table = "NULL"
         if dtype.size == 1 and dtype.kind == "float":
@@ -111,8 +112,9 @@ def write_repro(prepared, folder: Path, host_arrays: list[np.ndarray] | None = N
             tables[dtype.name] = _byte_table(dtype)
         check_rows.append(
             f"    {{{_c_string(_file_name(check.output))}, {names.index(check.output)}, "
-            f"{mode.upper()}, {_C_TYPES[dtype.name]}, {table}, {int(dtype.kind == 'float')}, "
-            f"{buffer.numel}u, {dtype.size}u, {rtol!r}, {atol!r}, {int(nan_ok)}, "
+            f"{expected.mode.upper()}, {_C_TYPES[dtype.name]}, {table}, "
+            f"{int(dtype.kind == 'float')}, {buffer.numel}u, {dtype.size}u, "
+            f"{expected.rtol!r}, {expected.atol!r}, {int(expected.nan_ok)}, "
             f"{_c_string(path)}}},")
 
     source = _source(prepared, buffer_rows, check_rows, tables)
@@ -121,6 +123,22 @@ def write_repro(prepared, folder: Path, host_arrays: list[np.ndarray] | None = N
     run.write_text(RUN_SH)
     run.chmod(0o755)
     return Written(folder, files, input_bytes, [c.output for c in spec.checks])
+
+
+def _input_blocks(values):
+    from ..parallel import ordered
+    return ordered(lambda k=k: values.block(k) for k in range(values.blocks))
+
+
+def _write_blocks(path: Path, blocks) -> int:
+    """Write the arrays' bytes one after the other; the bytes written."""
+    written = 0
+    with open(path, "wb") as f:
+        for block in blocks:
+            data = np.ascontiguousarray(block).reshape(-1).view(np.uint8)   # any dtype's bytes
+            f.write(data)
+            written += data.size
+    return written
 
 
 def _source(prepared, buffer_rows: list[str], check_rows: list[str], tables: dict) -> str:

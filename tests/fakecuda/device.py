@@ -21,6 +21,8 @@ import os
 import signal
 from typing import Callable
 
+import numpy as np
+
 from cubinrun import driver
 
 CUDA_ERROR_ILLEGAL_ADDRESS = 700
@@ -69,6 +71,7 @@ class FakeDevice:
 
     EVENT_OFFSET_US = 2.0
     KERNEL_US = 3.0
+    TOTAL_MEMORY = 141 << 30
 
     def __init__(self, launches: Callable[[], int]):
         self.launches = launches            # how many launches the fake libcuda took
@@ -81,6 +84,7 @@ class FakeDevice:
         self.calls: list[str] = []
         self.events = itertools.count(1)
         self.function_attributes: dict[str, int] = {}
+        self.free_memory = self.TOTAL_MEMORY
 
     def __call__(self, name: str, *args, context: str = ""):
         self.calls.append(name)
@@ -125,19 +129,36 @@ class FakeDevice:
     def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, function, threads, shared):
         return 2
 
-    def cuMemAlloc(self, nbytes):
+    def cuMemAlloc(self, nbytes): return self._allocate(nbytes)
+
+    def _allocate(self, nbytes):
         buffer = (ctypes.c_char * (nbytes + 256))()
         address = -(-ctypes.addressof(buffer) // 256) * 256     # cuMemAlloc's alignment
         self.memory[address] = buffer
         return address
 
     def cuMemFree(self, pointer): del self.memory[pointer]
+    def cuMemHostAlloc(self, nbytes, flags): return self._allocate(nbytes)
+    def cuMemFreeHost(self, pointer): del self.memory[pointer]
+    def cuMemGetInfo(self): return self.free_memory, self.TOTAL_MEMORY
     def cuMemcpyHtoD(self, dst, src, n): ctypes.memmove(dst, src, n)
     def cuMemcpyDtoH(self, dst, src, n): ctypes.memmove(dst, src, n)
+    def cuMemcpyHtoDAsync(self, dst, src, n, stream): ctypes.memmove(dst, src, n)
+    def cuMemcpyDtoHAsync(self, dst, src, n, stream): ctypes.memmove(dst, src, n)
+    def cuMemcpyDtoDAsync(self, dst, src, n, stream): ctypes.memmove(dst, src, n)
     def cuMemsetD8Async(self, dst, byte, n, stream): ctypes.memset(dst, byte, n)
+    def cuMemsetD16Async(self, dst, value, n, stream): self._fill(dst, ctypes.c_uint16, value, n)
+    def cuMemsetD32Async(self, dst, value, n, stream): self._fill(dst, ctypes.c_uint32, value, n)
+
+    @staticmethod
+    def _fill(dst, ctype, value, n):
+        np.ctypeslib.as_array((ctype * n).from_address(dst))[:] = value
+
     def cuStreamCreate(self, flags): return 0x5
+    def cuStreamDestroy(self, stream): return None
     def cuStreamSynchronize(self, stream): return None
     def cuEventCreate(self, flags): return next(self.events)
+    def cuEventSynchronize(self, event): return None
     def cuEventRecord(self, event, stream): self.recorded[event] = self.launches()
 
     def cuEventElapsedTime(self, start, end):
