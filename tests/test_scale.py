@@ -244,3 +244,10 @@ def test_a_run_from_a_mirror_needs_none_of_the_original_files(device, project, t
     assert str(mirror.root) not in json.dumps([r.to_json() for r, _ in records])
     mirror.close()
     assert not mirror.root.exists()
+
+
+def test_workers_share_out_the_host_threads(monkeypatch):
+    from cubinrun.runs import devices
+    monkeypatch.setenv("CUBINRUN_THREADS", "16")
+    assert devices._threads_per_worker(4) == 4
+    assert devices._threads_per_worker(32) == 1

@@ -127,15 +127,25 @@ def placements(text: str, workers_per_gpu: int = 1, mixed: bool = False,
         slots = slots[:max(limit, 1)]
     check_models([devices[o] for o in slots], mixed)
     host = socket.gethostname()
+    threads = _threads_per_worker(len(slots))
     result = []
     for ordinal in slots:
         device = devices[ordinal]
         tag = {"ordinal": ordinal, "name": device.name, "uuid": device.uuid, "host": host}
         if slots.count(ordinal) > 1:
             tag["shared_by"] = slots.count(ordinal)
-        env = {"CUDA_VISIBLE_DEVICES": visible_entry(ordinal), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+        env = {"CUDA_VISIBLE_DEVICES": visible_entry(ordinal), "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+               "CUBINRUN_THREADS": str(threads)}
         result.append(Placement(0, env, tag))
     return result
+
+
+def _threads_per_worker(workers: int) -> int:
+    """The host threads each worker makes inputs and checks with: the cores shared
+    out, so W workers do not start W pools as large as the machine (and the
+    capacity check, which counts memory per thread, does not count them W times)."""
+    from ..parallel import worker_count
+    return max(1, worker_count() // workers)
 
 
 def check_models(devices, mixed: bool, flag: str = "--devices") -> None:
