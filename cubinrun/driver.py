@@ -196,6 +196,13 @@ def device_pci_bus_id(handle) -> str:
     return call("cuDeviceGetPCIBusId", 64, handle).split(b"\0", 1)[0].decode()
 
 
+def device_uuid(handle) -> str:
+    """The device's UUID as nvidia-smi prints it (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx):
+    what tells two cards of the same model apart, whatever the ordinals."""
+    raw = bytes(call("cuDeviceGetUuid", handle).bytes)[:16].hex()
+    return f"GPU-{raw[:8]}-{raw[8:12]}-{raw[12:16]}-{raw[16:20]}-{raw[20:]}"
+
+
 def driver_version() -> int:
     return call("cuDriverGetVersion")
 
@@ -265,6 +272,43 @@ def memset_async(pointer: int, byte: int, nbytes: int, stream: int) -> None:
     call("cuMemsetD8Async", pointer, byte, nbytes, stream)
 
 
+def fill_async(pointer: int, element: bytes, count: int, stream: int) -> None:
+    """Write `count` copies of a 1, 2 or 4-byte element."""
+    name = {1: "cuMemsetD8Async", 2: "cuMemsetD16Async", 4: "cuMemsetD32Async"}[len(element)]
+    if count:
+        call(name, pointer, int.from_bytes(element, "little"), count, stream)
+
+
+def memory_info() -> tuple[int, int]:
+    """(free, total) bytes of the current context's device."""
+    free_bytes, total = call("cuMemGetInfo")
+    return int(free_bytes), int(total)
+
+
+def host_alloc(nbytes: int) -> int:
+    """Page-locked host memory: the copy engines read and write it directly."""
+    return int(call("cuMemHostAlloc", max(nbytes, 1), 0, context=f"{nbytes} bytes"))
+
+
+def free_host(pointer: int) -> None:
+    call("cuMemFreeHost", pointer)
+
+
+def copy_to_device_async(pointer: int, host: int, nbytes: int, stream: int) -> None:
+    if nbytes:
+        call("cuMemcpyHtoDAsync", pointer, host, nbytes, stream)
+
+
+def copy_to_host_async(host: int, pointer: int, nbytes: int, stream: int) -> None:
+    if nbytes:
+        call("cuMemcpyDtoHAsync", host, pointer, nbytes, stream)
+
+
+def copy_on_device_async(dst: int, src: int, nbytes: int, stream: int) -> None:
+    if nbytes:
+        call("cuMemcpyDtoDAsync", dst, src, nbytes, stream)
+
+
 # --- streams and events ----------------------------------------------------
 
 
@@ -276,8 +320,17 @@ def stream_synchronize(stream: int, context: str = "") -> None:
     call("cuStreamSynchronize", stream, context=context)
 
 
-def create_event():
-    return call("cuEventCreate", enum("CUevent_flags", "CU_EVENT_DEFAULT"))
+def destroy_stream(stream: int) -> None:
+    call("cuStreamDestroy", stream)
+
+
+def create_event(timing: bool = True):
+    flag = "CU_EVENT_DEFAULT" if timing else "CU_EVENT_DISABLE_TIMING"
+    return call("cuEventCreate", enum("CUevent_flags", flag))
+
+
+def event_synchronize(event, context: str = "") -> None:
+    call("cuEventSynchronize", event, context=context)
 
 
 def record_event(event, stream: int) -> None:

@@ -43,6 +43,14 @@ two unseeded buffers differ. `index` > 0 asks for another, independent random
 array for the same buffer (seed sequence (seed, spawn key index)); other inits
 ignore it.
 
+Blocks
+`input_values` gives a buffer's input as `InputValues`, made CHUNK elements at a
+time on the worker threads (parallel.py), value for value the arrays above:
+uniform floats jump the PCG64 to each block's first value, normal blocks align
+on the true stream (pcgstream.NormalStream), integers are drawn in the one call
+above (NumPy's bounded integers keep buffered bits between values) and kept.
+The check reads any range again by the same means instead of keeping inputs.
+
 fp8e4b15 (Triton's `tl.float8e4b15`), checked in triton-lang/triton
 python/triton/language/extra/cuda/utils.py (convert_fp8e4b15_to_float16 and
 convert_float16_to_fp8e4b15, the NVIDIA codegen for this type):
@@ -71,10 +79,12 @@ import numpy as np
 from .dtypes import ElementType
 from .errors import SpecError, shorten
 from .limits import MAX_NPY_HEADER_BYTES
+from .parallel import run_all
+from .pcgstream import NormalStream, Stream, uniform
 from .spec.model import DEFAULT_UNIFORM, NORMAL_SIGMAS, BufferArg, Init
 from .spec.scalars import check_scalar_value
 
-CHUNK = 1 << 22                     # elements per generated block: bounded float64 temporaries
+CHUNK = 1 << 18                     # elements per block made at a time (and checked)
 FP8E4B15_MAX = 1.875
 
 
@@ -171,49 +181,127 @@ def save_array(array: np.ndarray, path: str | Path, dtype: ElementType | None = 
     (fp8e4b15 only when `dtype` says so, its host array being uint8) are saved
     as float32 values, exact for all of them, because .npy has no name for
     these types and would store anonymous bytes."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    array = np.ascontiguousarray(array)
-    if dtype is None and array.dtype.kind == "V":           # an ml_dtypes array
-        array = array.astype(np.float32)
-    elif dtype is not None and dtype.name in _NON_NUMPY:
-        array = to_float64(array, dtype).astype(np.float32)
-    with open(path, "wb") as f:
-        np.save(f, array, allow_pickle=False)
-    return path
+    array = np.asarray(array, order="C")              # keeps 0-d arrays 0-d
+    with NpyWriter(path, array.shape, array.dtype, dtype) as writer:
+        writer.write(array.reshape(-1))
+    return Path(path)
 
 
-# ---------------------------------------------------------------- host arrays
+class NpyWriter:
+    """A .npy written block by block in flat order: the bytes `np.save` writes for
+    the whole array (bf16 and fp8 as float32, as `save_array` says)."""
 
-def make_host_array(buffer: BufferArg, index: int = 0) -> np.ndarray:
-    """The buffer's input array, made from its init (see the module docstring)."""
-    init, dtype, shape = buffer.init, buffer.dtype, buffer.shape
+    def __init__(self, path: str | Path, shape: tuple[int, ...], host: np.dtype,
+                 dtype: ElementType | None = None):
+        self.path, self.dtype = Path(path), dtype
+        raw = dtype is None and host.kind == "V"                # an ml_dtypes array
+        self.as_float32 = raw or (dtype is not None and dtype.name in _NON_NUMPY)
+        stored = np.dtype(np.float32) if self.as_float32 else np.dtype(host)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "wb")
+        header = {"descr": np.lib.format.dtype_to_descr(stored), "fortran_order": False,
+                  "shape": tuple(shape)}
+        np.lib.format.write_array_header_1_0(self._file, header)
+
+    def write(self, block: np.ndarray) -> None:
+        if self.as_float32:
+            block = (block.astype(np.float32) if self.dtype is None
+                     else to_float64(block, self.dtype).astype(np.float32))
+        self._file.write(memoryview(np.ascontiguousarray(block)).cast("B"))
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> "NpyWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------- input values
+
+class InputValues:
+    """A buffer's input, made block by block so no step needs the whole array.
+
+    `block(k)` gives flat elements k*B .. (k+1)*B - 1 (B = `block_size`) and may
+    run on many threads, started in order of k; `values(a, b)` gives any flat
+    range, once the blocks holding it were made (the check reads inputs again
+    this way instead of keeping them); `whole()` is the array. `pattern` is the
+    bytes of one element when every element holds it and a memset can write it
+    (1, 2 or 4 bytes). Made by `input_values`, which checks the init first, from
+    one of: `draw(a, b)` (any range, any thread), `whole` (an array kept), or a
+    `normal` stream and the `post` that rounds its float64 values to the dtype."""
+
+    def __init__(self, buffer: BufferArg, draw: Callable[[int, int], np.ndarray] | None,
+                 pattern: bytes | None = None, whole: np.ndarray | None = None,
+                 normal: NormalStream | None = None,
+                 post: Callable[[np.ndarray], np.ndarray] | None = None):
+        self.buffer = buffer
+        self.dtype = buffer.dtype
+        self.host = buffer.dtype.numpy_dtype()
+        self.shape = buffer.shape
+        self.count = buffer.numel
+        self.pattern = pattern
+        self._draw, self._whole, self._normal, self._post = draw, whole, normal, post
+        self.block_size = normal.block_size if normal else CHUNK
+        self.blocks = -(-self.count // self.block_size)
+
+    def block(self, k: int) -> np.ndarray:
+        if self._normal is not None:
+            return self._post(self._normal.block(k))
+        start = k * self.block_size
+        return self.values(start, min(self.count, start + self.block_size))
+
+    def values(self, start: int, stop: int) -> np.ndarray:
+        if self._whole is not None:
+            return self._whole.reshape(-1)[start:stop]
+        if self._normal is not None:
+            return self._post(self._normal.values(start, stop))
+        return self._draw(start, stop)
+
+    def whole(self) -> np.ndarray:
+        if self._whole is not None:
+            return self._whole
+        out = np.empty(self.shape, dtype=self.host)
+        flat = out.reshape(-1)
+
+        def fill(k: int) -> None:
+            flat[k * self.block_size:(k + 1) * self.block_size] = self.block(k)
+        run_all([lambda k=k: fill(k) for k in range(self.blocks)])
+        return out
+
+
+def input_values(buffer: BufferArg, index: int = 0) -> InputValues:
+    """The buffer's input as `InputValues` (see the module docstring); SpecError
+    for an init the dtype cannot hold, before anything is made."""
+    init, dtype = buffer.init, buffer.dtype
     field = f"args.{buffer.name}.init"
     if init.kind == "zeros":
-        return np.zeros(shape, dtype=dtype.numpy_dtype())
+        return _filled(buffer, np.zeros((), dtype=dtype.numpy_dtype()))
     if init.kind == "ones":
-        return _filled(shape, dtype, 1, field)
+        return _filled(buffer, _scalar_in(dtype, 1, field))
     if init.kind == "fill":
-        return _filled(shape, dtype, init.value, f"{field}.fill")
+        return _filled(buffer, _scalar_in(dtype, init.value, f"{field}.fill"))
     if init.kind == "arange":
-        return _arange(shape, dtype, field)
+        return InputValues(buffer, _arange(buffer, field))
     if init.kind == "random":
         seed = default_seed(buffer.name) if init.seed is None else init.seed
-        return _random(shape, dtype, init, _generator(seed, index), field)
+        return _random(buffer, init, Stream(seed, index), field)
     if init.kind == "file":
-        return load_for(init.path, dtype, shape, f"{field}.file")
+        whole = load_for(init.path, dtype, buffer.shape, f"{field}.file")
+        return InputValues(buffer, None, whole=whole)
     raise AssertionError(f"unknown init {init.kind!r}")
 
 
-def _generator(seed: int, index: int) -> np.random.Generator:
-    if index == 0:
-        return np.random.Generator(np.random.PCG64(seed))
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(index,))))
+def make_host_array(buffer: BufferArg, index: int = 0) -> np.ndarray:
+    """The buffer's input array, made from its init (see the module docstring)."""
+    return input_values(buffer, index).whole()
 
 
-def _filled(shape: tuple[int, ...], dtype: ElementType, value: Any, field: str) -> np.ndarray:
-    one = _scalar_in(dtype, value, field)
-    return np.broadcast_to(one, shape).copy()
+def _filled(buffer: BufferArg, one: np.ndarray) -> InputValues:
+    pattern = one.tobytes() if one.itemsize in (1, 2, 4) else None
+    return InputValues(buffer, lambda a, b: np.full(b - a, one, dtype=one.dtype), pattern)
 
 
 def _scalar_in(dtype: ElementType, value: Any, field: str) -> np.ndarray:
@@ -248,30 +336,24 @@ def _scalar_in(dtype: ElementType, value: Any, field: str) -> np.ndarray:
     return cast
 
 
-def _arange(shape: tuple[int, ...], dtype: ElementType, field: str) -> np.ndarray:
-    out = np.empty(shape, dtype=dtype.numpy_dtype())
-    flat = out.reshape(-1)
-    n = flat.size
+def _arange(buffer: BufferArg, field: str) -> Callable[[int, int], np.ndarray]:
+    dtype, n = buffer.dtype, buffer.numel
+    host = dtype.numpy_dtype()
     if dtype.kind == "float":
         _, hi = finite_range(dtype)
         if n and n - 1 > hi:
             raise SpecError(f"arange up to {n - 1} overflows {dtype.name} "
                             f"(largest finite {hi:g}); use a wider dtype or another init",
                             field=field)
-        make: Callable[[int, int], np.ndarray] = lambda s, e: cast_floats(
-            np.arange(s, e, dtype=np.float64), dtype)
-    elif dtype.kind == "bool":
-        make = lambda s, e: (np.arange(s, e, dtype=np.uint64) & 1).astype(flat.dtype)
-    else:                       # unsigned -> narrower casts keep the low bits: wraps
-        make = lambda s, e: np.arange(s, e, dtype=np.uint64).astype(flat.dtype)
-    for s in range(0, n, CHUNK):
-        e = min(n, s + CHUNK)
-        flat[s:e] = make(s, e)
-    return out
+        return lambda s, e: cast_floats(np.arange(s, e, dtype=np.float64), dtype)
+    if dtype.kind == "bool":
+        return lambda s, e: (np.arange(s, e, dtype=np.uint64) & 1).astype(host)
+    # unsigned -> narrower casts keep the low bits: wraps
+    return lambda s, e: np.arange(s, e, dtype=np.uint64).astype(host)
 
 
-def _random(shape: tuple[int, ...], dtype: ElementType, init: Init,
-            rng: np.random.Generator, field: str) -> np.ndarray:
+def _random(buffer: BufferArg, init: Init, stream: Stream, field: str) -> InputValues:
+    dtype, shape = buffer.dtype, buffer.shape
     lo_range, hi_range = finite_range(dtype)
     if init.distribution == "normal":
         if not (lo_range <= init.mean - NORMAL_SIGMAS * init.std
@@ -281,8 +363,19 @@ def _random(shape: tuple[int, ...], dtype: ElementType, init: Init,
                 f"[{lo_range:g}, {hi_range:g}]: mean +- {NORMAL_SIGMAS:g} std must lie inside",
                 field=field)
         top = hi_range if dtype.kind == "float" else _below_int_max(dtype)
-        draw = lambda k: np.clip(rng.normal(init.mean, init.std, k), lo_range, top)
-        return _generated(shape, dtype, draw)
+        host = dtype.numpy_dtype()
+        # NumPy's normals never exceed 13.8 in magnitude (its ziggurat's tail draws
+        # r - log(u) / r with u >= 2**-53), so within 16 std the clip is a no-op
+        clip = not (lo_range <= init.mean - 16 * init.std and init.mean + 16 * init.std <= top)
+
+        def post(values: np.ndarray) -> np.ndarray:
+            if clip:
+                np.clip(values, lo_range, top, out=values)
+            if dtype.kind == "float":
+                return cast_floats(values, dtype)
+            return np.rint(values, out=values).astype(host)
+        stream_values = NormalStream(stream, buffer.numel, init.mean, init.std, CHUNK)
+        return InputValues(buffer, None, normal=stream_values, post=post)
 
     default_lo, default_hi = DEFAULT_UNIFORM[dtype.kind]
     low = default_lo if init.low is None else init.low
@@ -294,7 +387,10 @@ def _random(shape: tuple[int, ...], dtype: ElementType, init: Init,
         if first < lo_range or stop - 1 > hi_range:
             raise SpecError(f"random integers in [{first}, {stop - 1}] do not fit "
                             f"{dtype.name} [{int(lo_range)}, {int(hi_range)}]", field=field)
-        return rng.integers(first, stop, size=shape, dtype=dtype.numpy_dtype())
+        # one call, as before: NumPy's bounded integers keep buffered bits per call,
+        # so blocks drawn apart would differ; these buffers are made whole
+        whole = stream.at(0).integers(first, stop, size=shape, dtype=dtype.numpy_dtype())
+        return InputValues(buffer, None, whole=whole)
     if not low < high:                   # one bound given, the other a default
         raise SpecError(f"uniform [{low:g}, {high:g}) is empty: low must be below high",
                         field=field)
@@ -304,7 +400,7 @@ def _random(shape: tuple[int, ...], dtype: ElementType, init: Init,
     if not math.isfinite(high - low):
         raise SpecError(f"uniform [{low:g}, {high:g}) is wider than float64 can draw",
                         field=field)
-    return _generated(shape, dtype, lambda k: rng.uniform(low, high, k))
+    return InputValues(buffer, lambda a, b: cast_floats(uniform(stream, low, high, a, b), dtype))
 
 
 def _below_int_max(dtype: ElementType) -> float:
@@ -314,27 +410,13 @@ def _below_int_max(dtype: ElementType) -> float:
     return top if top <= hi else float(np.nextafter(top, 0.0))
 
 
-def _generated(shape: tuple[int, ...], dtype: ElementType,
-               draw: Callable[[int], np.ndarray]) -> np.ndarray:
-    """Float64 draws, block by block (the same stream as one call), rounded to the dtype."""
-    out = np.empty(shape, dtype=dtype.numpy_dtype())
-    flat = out.reshape(-1)
-    n = flat.size
-    for s in range(0, n, CHUNK):
-        values = draw(min(CHUNK, n - s))
-        if dtype.kind == "float":
-            flat[s:s + values.size] = cast_floats(values, dtype)
-        else:
-            flat[s:s + values.size] = np.rint(values).astype(flat.dtype)
-    return out
-
-
 # ---------------------------------------------------------------- .npy files
 
-def load_npy(path: Path, field: str) -> np.ndarray:
-    """np.load without pickles; SpecError naming the file if it cannot be read."""
+def load_npy(path: Path, field: str, mmap: bool = False) -> np.ndarray:
+    """np.load without pickles (memory-mapped read-only with `mmap`, so blocks are
+    read as they are needed); SpecError naming the file if it cannot be read."""
     try:
-        return np.load(path, allow_pickle=False)
+        return np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
     except (OSError, ValueError, EOFError) as exc:
         raise SpecError(f"cannot read {path} as .npy: {exc}", field=field) from None
 
@@ -383,20 +465,19 @@ def check_npy(path: Path, shape: tuple[int, ...] | None, field: str,
 
 
 def check_init(buffer: BufferArg) -> None:
-    """Everything make_host_array would refuse in `buffer`'s init, found without
-    making the array (a dry run): the value or bounds are tried on one element,
-    an arange's last value against the dtype, a file's header against the buffer."""
+    """Everything input_values would refuse in `buffer`'s init, found without
+    making the values (a dry run): the value or bounds are checked as for one
+    element, an arange's last value against the dtype, a file's header against
+    the buffer."""
     import dataclasses
-    init, dtype = buffer.init, buffer.dtype
+    init = buffer.init
     field = f"args.{buffer.name}.init"
     if init.kind == "file":
-        check_npy(init.path, buffer.shape, f"{field}.file", dtype)
+        check_npy(init.path, buffer.shape, f"{field}.file", buffer.dtype)
     elif init.kind == "arange":
-        n = buffer.numel
-        if dtype.kind == "float" and n and n - 1 > finite_range(dtype)[1]:
-            _arange((n,), dtype, field)         # raises before making anything
+        _arange(buffer, field)                  # raises before making anything
     elif init.kind != "zeros":
-        make_host_array(dataclasses.replace(buffer, shape=(1,)))
+        input_values(dataclasses.replace(buffer, shape=(1,)))  # checks; draws 1 int at most
 
 
 def load_for(path: Path, dtype: ElementType, shape: tuple[int, ...], field: str) -> np.ndarray:
@@ -412,9 +493,11 @@ def load_for(path: Path, dtype: ElementType, shape: tuple[int, ...], field: str)
         raise SpecError(f"{path.name}: {exc}", field=field) from None
 
 
-def convert_exactly(values: np.ndarray, dtype: ElementType) -> np.ndarray:
+def convert_exactly(values: np.ndarray, dtype: ElementType,
+                    origin: tuple[int, ...] = ()) -> np.ndarray:
     """`values` as a C-contiguous host array of `dtype`, only if no value changes;
-    ValueError naming the first value that would."""
+    ValueError naming the first value that would (its index plus `origin`, where
+    `values` is a box of a bigger array)."""
     host = dtype.numpy_dtype()
     raw = values.dtype.kind == "V" and not values.dtype.names
     if raw and values.dtype.itemsize == host.itemsize:
@@ -449,6 +532,7 @@ def convert_exactly(values: np.ndarray, dtype: ElementType) -> np.ndarray:
     if not ok.all():
         where = np.unravel_index(int(np.argmin(ok)), values.shape)
         bad = values[where].item()
+        at = tuple(int(i) + (origin[k] if origin else 0) for k, i in enumerate(where))
         raise ValueError(f"holds {values.dtype}, which {dtype.name} cannot hold exactly: "
-                         f"element {tuple(int(i) for i in where)} = {bad!r}")
+                         f"element {at} = {bad!r}")
     return np.ascontiguousarray(converted)

@@ -98,6 +98,9 @@ MAX_BUFFER_BYTES = 1 * TiB
 MAX_DEVICE_BYTES = 1 * TiB
 # bench.warmup / bench.rep and --warmup / --rep, in ms: an hour of timing.
 MAX_BENCH_MS = 3_600_000
+# launch --repeat: launches compared bit for bit (each restores every buffer,
+# so a race that shows once in a million runs is still within reach).
+MAX_REPEAT = 1_000_000
 # Dynamic shared memory is a 32-bit launch parameter.
 MAX_SHARED_BYTES = 2**32 - 1
 

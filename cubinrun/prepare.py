@@ -17,7 +17,7 @@ from .spec import Spec
 class Prepared:
     plan: Plan
     binary: Binary
-    launcher: ModuleType
+    launcher: ModuleType | None         # None: prepare(build_launcher=False)
 
     @property
     def cubin(self) -> bytes:
@@ -36,9 +36,11 @@ class Prepared:
                 "launcher": self.launcher.__file__}
 
 
-def prepare(spec: Spec, device=None, arch: str | None = None, load=None) -> Prepared:
+def prepare(spec: Spec, device=None, arch: str | None = None, load=None,
+            build_launcher: bool = True) -> Prepared:
     """`device` (a driver.Device) when one is open; else `arch` targets compiles.
-    `load`: what reads the binary, if not `load_binary` (a session's cache)."""
+    `load`: what reads the binary, if not `load_binary` (a session's cache).
+    Without `build_launcher` the Prepared has none (a reproducer brings its own)."""
     from .launcher import load_launcher
     target = device.arch if device is not None else arch
     binary = (load or load_binary)(spec, target)
@@ -47,7 +49,7 @@ def prepare(spec: Spec, device=None, arch: str | None = None, load=None) -> Prep
              device.arch if device is not None else arch,
              device.name if device is not None else f"the target {arch}")
     check_plan(plan)
-    launcher = load_launcher(plan.leaf_types, plan.num_scratch)
+    launcher = load_launcher(plan.leaf_types, plan.num_scratch) if build_launcher else None
     return Prepared(plan, binary, launcher)
 
 

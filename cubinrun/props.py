@@ -122,6 +122,14 @@ def device_values(device) -> dict[str, int]:
             "warp_size": attr("WARP_SIZE"), "arch": arch_number(device.arch)}
 
 
+def device_values_of(ordinal: int):
+    """spec.device_values.DeviceValues of device `ordinal`, opened only when a
+    spec names one (for commands that read a spec outside a run: profile,
+    repro, the parent of `--sanitize`)."""
+    from .spec.device_values import DeviceValues
+    return DeviceValues(lambda: device_values(driver.open_device(ordinal)), f"device {ordinal}")
+
+
 def collect_all(ordinal: int | None) -> list[dict]:
     count = driver.init()
     ordinals = range(count) if ordinal is None else [ordinal]

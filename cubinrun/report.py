@@ -91,6 +91,11 @@ def render_props(devices: list[dict], console) -> None:
         console.print(table)
 
 
+def _error_text(value: float | None) -> str:
+    """A check's max error; None when no pair of values was finite on both sides."""
+    return "n/a" if value is None else f"{value:.3g}"
+
+
 def render_result(result, console) -> None:
     """The launch report: what ran where, the check, the timing, the throughput."""
     from rich.table import Table
@@ -115,12 +120,15 @@ def render_result(result, console) -> None:
         for c in result.checks:
             tolerance = "exact" if c.exact else f"{c.rtol:g} / {c.atol:g}"
             checks.add_row(c.name, "[green]pass[/green]" if c.passed else "[red]FAIL[/red]",
-                           f"{c.max_abs_err:.3g}", f"{c.max_rel_err:.3g}",
+                           _error_text(c.max_abs_err), _error_text(c.max_rel_err),
                            f"{c.mismatches} / {c.count}", tolerance)
         console.print(checks)
         for c in result.checks:
             for index, got, expected in c.first_mismatches:
                 console.print(f"  {c.name}{list(index)}: got {got!r}, expected {expected!r}")
+
+    for report in result.debug:             # guard bands, --repeat
+        report.render(console)
 
     if result.timing is not None:
         t = result.timing

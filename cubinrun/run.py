@@ -28,6 +28,8 @@ class RunOptions:
     progress: bool = True
     raw_events: bool = False            # keep the event pair's own offset in the samples
     keep_samples: bool = False          # every timing sample in the JSON (`--samples`)
+    guard: bool = True                  # guard bands around the buffers (debug/guards.py)
+    repeat: int = 1                     # launches compared bit for bit (debug/repeat.py)
 
 
 @dataclass
@@ -44,10 +46,14 @@ class RunResult:
     samples_us: list[float] | None = None            # kept with RunOptions.keep_samples
     sm_clock_mhz: list[float] = field(default_factory=list)   # measured while timing
     timing_s: float | None = None                    # wall time of the timing itself
+    debug: list = field(default_factory=list)        # guard and repeat reports (debug/)
+    stages: dict[str, float] = field(default_factory=dict)   # seconds: see STAGES
 
     @property
     def passed(self) -> bool | None:
         from .check import summarize
+        if any(report.passed is False for report in self.debug):
+            return False
         return summarize(self.checks)
 
     @property
@@ -103,7 +109,18 @@ class RunResult:
                 "outputs": {c.name: c.to_json() for c in self.checks},
             },
             "saved": self.saved,
+            "stages_s": {name: round(self.stages[name], 6) for name in STAGES
+                         if name in self.stages},
+            **{report.key: report.to_json() for report in self.debug},
         }
+
+
+# Where a launch's host time goes, in seconds. init: making the inputs (the
+# time the host waited for it; the copies run meanwhile); upload: the rest of
+# filling the buffers (waiting for copies); launch: the kernel, launched once and
+# waited for; download: waiting for the outputs' copies; check: the rest of
+# checking and saving the outputs (the copies run meanwhile).
+STAGES = ("init", "upload", "launch", "download", "check")
 
 
 @dataclass
@@ -114,6 +131,7 @@ class Ready:
     kernel: Any                 # kernel.LoadedKernel
     memory: Any                 # buffers.DeviceMemory
     launch: Callable[[int], None]
+    seconds: dict[str, float] = field(default_factory=dict)   # init, upload
 
     def close(self) -> None:
         self.memory.free()
@@ -171,9 +189,12 @@ class Session:
 
 
 def make_ready(spec: Spec, device: driver.Device, arch: str | None = None,
-               early: Early | None = None, session: Session | None = None) -> Ready:
+               early: Early | None = None, session: Session | None = None,
+               guard: bool = False, repeat: int = 1) -> Ready:
     """`early`: what was done before the device was open (see `run_spec`);
-    `session`: binaries and modules to reuse."""
+    `session`: binaries and modules to reuse; `guard`: guard bands around the
+    buffers; `repeat`: the launches `--repeat` makes (room for run 1's buffers
+    is checked before allocating)."""
     from . import buffers
     from .arguments import launcher_values
     from .kernel import load_kernel
@@ -187,7 +208,10 @@ def make_ready(spec: Spec, device: driver.Device, arch: str | None = None,
     plan, launcher = prepared.plan, prepared.launcher
     kernel = load_kernel(prepared.cubin, prepared.kernel_name, device, plan,
                          module=session.load_module(prepared.cubin) if session else None)
-    memory = buffers.allocate(plan, early.host_arrays if early else None)
+    began = time.perf_counter()
+    inputs = early.inputs if early else buffers.make_inputs(plan)
+    made = (early.seconds if early else time.perf_counter() - began)
+    memory = buffers.allocate(plan, inputs, device.name, guard=guard, repeat=repeat)
     try:
         values = launcher_values(plan.slots, memory)
         check_addresses(plan, values)
@@ -204,7 +228,8 @@ def make_ready(spec: Spec, device: driver.Device, arch: str | None = None,
 
     def launch_once(stream: int) -> None:
         launch_fn(config, gx, gy, gz, stream, *values)
-    return Ready(prepared, kernel, memory, launch_once)
+    seconds = {"init": made + memory.seconds["init"], "upload": memory.seconds["upload"]}
+    return Ready(prepared, kernel, memory, launch_once, seconds)
 
 
 def check_data(spec: Spec) -> None:
@@ -224,15 +249,18 @@ def check_data(spec: Spec) -> None:
 class Early:
     """Work that needs no GPU, done while the driver initialises."""
     prepared: Any               # prepare.Prepared; None when the kernel is compiled for the device
-    host_arrays: list           # every buffer's input
+    inputs: list                # every buffer's input (hostdata.InputValues), checked
+    seconds: float = 0.0        # making them
 
 
 def prepare_early(spec: Spec) -> Early:
-    from .buffers import make_host_arrays
+    from .buffers import make_inputs
     from .plan import make_plan
     from .prepare import needs_device_target, prepare
     prepared = None if needs_device_target(spec) else prepare(spec)
-    return Early(prepared, make_host_arrays(prepared.plan if prepared else make_plan(spec)))
+    began = time.perf_counter()
+    inputs = make_inputs(prepared.plan if prepared else make_plan(spec))
+    return Early(prepared, inputs, time.perf_counter() - began)
 
 
 def run_spec(spec: Spec, options: RunOptions,
@@ -252,7 +280,8 @@ def run_spec(spec: Spec, options: RunOptions,
             opened = driver.open_device(options.device or 0)
         session = Session(opened)
     try:
-        ready = make_ready(spec, session.device, early=early, session=session)
+        ready = make_ready(spec, session.device, early=early, session=session,
+                           guard=options.guard, repeat=options.repeat)
         try:
             return _Run(spec, ready, session, options).execute()
         finally:
@@ -285,11 +314,16 @@ class _Run:
         kernel_info = {"name": kernel.name, "cluster": list(plan.cluster) if plan.cluster else None,
                        **kernel.attributes}
         result = RunResult(spec, device_info, kernel_info, launched=plan.ctas > 0)
+        result.stages.update(self.ready.seconds)
         stream = self.session.stream
+        began = time.perf_counter()
         if plan.ctas > 0:
             self.guarded(self.ready.launch, stream)
             driver.stream_synchronize(stream, context=f"after kernel {kernel.name!r}")
+        result.stages["launch"] = time.perf_counter() - began
         self.check_and_save(self.ready.memory, result)
+        if plan.ctas > 0:
+            self.debug_checks(result, stream)
         if self.options.bench and plan.ctas > 0:
             result.l2 = self.options.l2 or spec.bench.l2
             started = time.perf_counter()
@@ -312,23 +346,26 @@ class _Run:
         except self.launcher.DriverLoadError as exc:       # the first launch opens the driver
             raise driver.launcher_driver_error(str(exc)) from None
 
+    def debug_checks(self, result: RunResult, stream: int) -> None:
+        """Guard bands after the checked launch, then `--repeat`'s further launches."""
+        memory = self.ready.memory
+        if memory.guards:
+            from .debug.guards import GuardReport, check_guards
+            result.debug.append(GuardReport(len(memory.guards), check_guards(memory.guards)))
+        if self.options.repeat > 1:
+            from .debug.repeat import repeat_and_compare
+
+            def launch() -> None:
+                self.guarded(self.ready.launch, stream)
+                driver.stream_synchronize(stream, context=f"after kernel {self.kernel_name!r}")
+            result.debug.append(repeat_and_compare(memory, self.plan, launch, self.options.repeat))
+
     def check_and_save(self, memory, result: RunResult) -> None:
-        from .check import run_check
-        from .hostdata import save_array
-        spec = self.spec
-        env = spec.expression_env()
-        inputs = {name: b.host for name, b in memory.buffers.items()}
-        input_types = {name: b.spec.dtype for name, b in memory.buffers.items()}
-        wanted = {c.output for c in spec.checks} | {b.name for b in spec.buffers.values() if b.save}
-        outputs = {name: memory.buffers[name].download() for name in wanted}
-        for check in spec.checks:
-            dtype = spec.buffers[check.output].dtype
-            result.checks.append(run_check(check, outputs[check.output], dtype, inputs, env,
-                                           input_types))
-        for buffer in spec.buffers.values():
-            if buffer.save:
-                save_array(outputs[buffer.name], buffer.save, buffer.dtype)
-                result.saved.append(str(buffer.save))
+        from .outputs import check_and_save
+        done = check_and_save(self.spec, memory)
+        result.checks.extend(done.checks)
+        result.saved.extend(done.saved)
+        result.stages.update(done.seconds)
 
     def time(self, launch, stream: int, l2: str):
         from .timing import TimingOptions, time_kernel

@@ -47,18 +47,35 @@ def tma_params(desc: DescArg, buffer: BufferArg, meta: dict | None) -> TmaParams
                      SWIZZLE_ENUM[swizzle], desc.padding == "nan")
 
 
-def encode(desc: DescArg, buffer: BufferArg, address: int, meta: dict | None) -> bytes:
-    """The 128-byte CUtensorMap for `buffer` at `address`."""
+@dataclass(frozen=True)
+class TiledArgs:
+    """cuTensorMapEncodeTiled's arguments but the address: dims and box
+    innermost first, strides in bytes for dims 1.."""
+    data_type: int
+    dims: list[int]
+    strides: list[int]
+    box: list[int]
+    swizzle: int
+    oob_nan: bool
+
+
+def tiled_args(desc: DescArg, buffer: BufferArg, meta: dict | None) -> TiledArgs:
     p = tma_params(desc, buffer, meta)
     if len(p.block) != len(p.shape):
         raise SpecError(f"block {list(p.block)} does not match the {len(p.shape)}-D buffer "
                         f"{buffer.name}", field=f"args.{desc.name}.block")
-    # CUDA lists dimensions innermost first; strides are in bytes, for dims 1..
     dims = list(reversed(p.shape))
     strides, step = [], p.elem_size
     for dim in dims[:-1]:
         step *= dim
         strides.append(step)
+    return TiledArgs(p.data_type, dims, strides, list(reversed(p.block)), p.swizzle, p.oob_nan)
+
+
+def encode(desc: DescArg, buffer: BufferArg, address: int, meta: dict | None) -> bytes:
+    """The 128-byte CUtensorMap for `buffer` at `address`."""
+    a = tiled_args(desc, buffer, meta)
     return driver.encode_tiled_tensor_map(
-        p.data_type, address, dims, strides, list(reversed(p.block)), p.swizzle, p.oob_nan,
-        context=f"args.{desc.name}: {len(dims)}-D {buffer.dtype.name} block {list(p.block)}")
+        a.data_type, address, a.dims, a.strides, a.box, a.swizzle, a.oob_nan,
+        context=f"args.{desc.name}: {len(a.dims)}-D {buffer.dtype.name} block "
+                f"{list(reversed(a.box))}")

@@ -8,6 +8,8 @@ import struct
 
 from test_run_fake import CONFIGS, device, fake_libcuda, run_cli  # noqa: F401 (fixtures)
 
+from cubinrun.debug.guards import GUARD_BYTES
+
 
 def test_a_kernel_without_parameters_launches(device, fake_libcuda, capsys):
     fake_libcuda.set_param_sizes([])
@@ -35,8 +37,9 @@ def test_structs_and_vectors_are_passed_as_their_exact_c_bytes(device, fake_libc
     fake_libcuda.set_param_sizes([24, 16, 16, 8, 8])
     code, out, _ = run_cli(capsys, "launch", "--json", "--no-bench", CONFIGS / "structs.yaml",
                            "--set", "N=4096")
-    x, y = allocated[4 * 4096]                          # p[2] and p[3], in the spec's order
-    vec_sum, taps_sum = allocated[8]
+    # each buffer between two guard bands: the kernel gets the address past the first
+    x, y = (a + GUARD_BYTES for a in allocated[4 * 4096 + 2 * GUARD_BYTES])   # p[2], p[3]
+    vec_sum, taps_sum = (a + GUARD_BYTES for a in allocated[8 + 2 * GUARD_BYTES])
     p, scale, t, vec_ptr, taps_ptr = fake_libcuda.launches()[0].params
     # struct Saxpy {int n; float alpha; const float *x; float *y;}
     assert p == struct.pack("<ifQQ", 4096, 2.5, x, y)

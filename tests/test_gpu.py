@@ -99,6 +99,44 @@ def test_props_table_and_json():
     assert devices[0]["name"] in table and "peak memory bandwidth" in table
 
 
+def launch_with_peak_rss(tmp_path, *args):
+    """`cubinrun launch --json ARGS` in a child: (exit code, report, its own peak RSS)."""
+    import os
+    out = tmp_path / "report.json"
+    with open(out, "wb") as stdout:
+        proc = subprocess.Popen([sys.executable, "-m", "cubinrun", "launch", "--json", *args],
+                                cwd=REPO, stdout=stdout, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)          # this child's own peak RSS
+    code = os.waitstatus_to_exitcode(status)
+    assert code in (0, 1), proc.stderr.read().decode()
+    return code, json.loads(out.read_text()), usage.ru_maxrss * 1024
+
+
+def test_a_quarter_billion_elements_pass_within_the_host_memory_bound(tmp_path):
+    """2^28 fp32 elements (3 GiB of buffers): the check passes and the process's peak
+    RSS stays within 1.25x the buffers' bytes (inputs are made and checked block by
+    block through pinned slots, never whole)."""
+    n = 1 << 28
+    code, report, rss = launch_with_peak_rss(tmp_path, "--no-bench",
+                                             CONFIGS / "vector_add.yaml", "--set", f"N={n}")
+    assert code == 0 and report["check"]["passed"] is True
+    assert report["check"]["outputs"]["out"]["count"] == n
+    assert report["guards"]["passed"] is True       # bands around buffers the slots filled
+    assert set(report["stages_s"]) == {"init", "upload", "launch", "download", "check"}
+    assert rss <= 1.25 * 12 * n, rss
+
+
+def test_repeat_on_big_buffers_stays_within_the_host_memory_bound(tmp_path):
+    """--repeat 3 at 2^26: every run's inputs made again and every buffer compared by
+    digests of its slots, run 1 kept on the device: the same host bound as one launch."""
+    n = 1 << 26
+    code, report, rss = launch_with_peak_rss(tmp_path, "--no-bench", "--repeat", "3",
+                                             CONFIGS / "vector_add.yaml", "--set", f"N={n}")
+    assert code == 0 and report["repeat"]["passed"] is True, report.get("repeat")
+    assert report["repeat"]["runs"] == 3 and report["guards"]["passed"] is True
+    assert rss <= 1.25 * 12 * n, rss
+
+
 # --- many runs in one command (contract v2, section 3) ------------------------
 
 def test_a_kernel_fault_between_two_good_specs_ends_only_its_own_run(tmp_path):

@@ -5,18 +5,23 @@ No kernel runs, so an output keeps its input: checks that expect that pass,
 others fail with exit code 1, and everything around the GPU is exercised."""
 from __future__ import annotations
 
+import ctypes
 import json
 import re
 import time
 from pathlib import Path
+
 import numpy as np
 import pytest
 from fakecuda import fake_driver_env
 from fakecuda.device import FakeDevice
 
-from cubinrun import driver
+from cubinrun import capacity, check, driver, hostdata, transfer
+from cubinrun.buffers import make_host_arrays
 from cubinrun.cli import main
 from cubinrun.errors import CudaError
+from cubinrun.plan import make_plan
+from cubinrun.spec import load_spec, parse_overrides
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
@@ -114,9 +119,6 @@ def test_a_device_that_is_not_there_is_a_usage_error(device, capsys):
 
 
 def test_check_expect_names_tuple_elements(device, capsys):
-    from cubinrun.buffers import make_host_arrays
-    from cubinrun.plan import make_plan
-    from cubinrun.spec import load_spec, parse_overrides
     path = CONFIGS / "vector_add_tuple.yaml"
     code, out, _ = run_cli(capsys, "launch", "--json", "--no-bench", path, "--set", "N=4096")
     assert code == 1                                    # no kernel runs here: out stays zero
@@ -217,3 +219,157 @@ def test_a_launch_takes_device_values_from_its_device(device, fake_libcuda, caps
     code, out, err = run_cli(capsys, "launch", "--json", spec, "--no-bench")
     assert json.loads(out)["grid"] == [132, 1, 1]           # the fake device's 132 SMs
     assert fake_libcuda.launches()[0].grid == (132, 1, 1)
+
+
+# ---------------------------------------------------------------- data at scale
+# Inputs made into pinned staging slots and copied, outputs checked and saved
+# slot by slot, constant buffers set by a memset, refusals before anything is
+# allocated, and the stage times reported. The fake's "kernel" runs when it is
+# waited for: out = x + y, as vector_add.
+
+BIG_N = 50_000
+
+
+@pytest.fixture
+def vector_add(device, fake_libcuda, monkeypatch):
+    """The fake's kernel adds x and y into out when the launch is waited for;
+    slots and blocks small so that N spans many of them."""
+    monkeypatch.setattr(transfer, "SLOT_BYTES", 16 << 10)
+    monkeypatch.setattr(hostdata, "CHUNK", 1000)
+    monkeypatch.setattr(check, "CHUNK", 1000)
+    done = [0]
+    wrong: dict[int, float] = {}
+
+    def synchronize(stream):
+        if fake_libcuda.launch_count > done[0]:
+            done[0] = fake_libcuda.launch_count
+            params = fake_libcuda.launches()[-1].params
+            x, y, out = (int.from_bytes(p, "little") for p in params[:3])
+            n = int.from_bytes(params[3][:4], "little")
+
+            def view(address: int) -> np.ndarray:
+                return np.ctypeslib.as_array((ctypes.c_float * n).from_address(address))
+            np.add(view(x), view(y), out=view(out))
+            for i, v in wrong.items():
+                view(out)[i] = v
+            device.play(done[0], view(x), view(y), view(out))
+    monkeypatch.setattr(device, "cuStreamSynchronize", synchronize)
+    device.wrong = wrong
+    device.play = lambda run, x, y, out: None       # more of the kernel, by launch number
+    return device
+
+
+def vector_add_copy(tmp_path) -> Path:
+    path = tmp_path / "va.yaml"
+    source = (CONFIGS / "vector_add.yaml").read_text().replace("../kernels", str(REPO / "kernels"))
+    path.write_text(source)
+    return path
+
+
+def test_the_check_passes_through_many_slots_and_reports_its_stages(vector_add, capsys):
+    code, out, _ = run_cli(capsys, "launch", "--json", "--no-bench", CONFIGS / "vector_add.yaml",
+                           "--set", f"N={BIG_N}")
+    report = json.loads(out)
+    assert code == 0 and report["check"]["outputs"]["out"]["count"] == BIG_N
+    x, y, _ = make_host_arrays(make_plan(load_spec(CONFIGS / "vector_add.yaml",
+                                                   parse_overrides([f"N={BIG_N}"]))))
+    rounding = np.abs((x + y).astype(np.float64) - (x.astype(np.float64) + y)).max()
+    assert report["check"]["outputs"]["out"]["max_abs_err"] == rounding
+    assert set(report["stages_s"]) == {"init", "upload", "launch", "download", "check"}
+    assert all(seconds >= 0 for seconds in report["stages_s"].values())
+    calls = vector_add.calls
+    # x and y copied in slots of 4096 floats, and two guard bands per buffer on the same
+    # stream; out (zeros) set by one memset of 4-byte zeros
+    assert calls.count("cuMemcpyHtoDAsync") == 2 * -(-BIG_N // 4096) + 2 * 3
+    assert calls.count("cuMemsetD32Async") == 1 and "cuMemcpyHtoD" not in calls
+    assert calls.count("cuMemcpyDtoHAsync") == -(-BIG_N // 4000)     # whole blocks per slot
+    assert not vector_add.memory                                   # pinned slots freed too
+
+
+def test_first_mismatches_come_back_in_flat_order(vector_add, capsys):
+    vector_add.wrong.update({BIG_N - 1: 5.0, 17: -1.0, 4095: 2.0, 4096: 3.0})
+    code, out, _ = run_cli(capsys, "launch", "--json", "--no-bench", CONFIGS / "vector_add.yaml",
+                           "--set", f"N={BIG_N}")
+    result = json.loads(out)["check"]["outputs"]["out"]
+    assert code == 1 and result["mismatches"] == 4
+    assert [m[0] for m in result["first_mismatches"]] == [[17], [4095], [4096], [BIG_N - 1]]
+    x, y, _ = make_host_arrays(make_plan(load_spec(CONFIGS / "vector_add.yaml",
+                                                   parse_overrides([f"N={BIG_N}"]))))
+    assert result["first_mismatches"][0][1:] == [-1.0, float(x[17]) + float(y[17])]
+
+
+def test_saved_outputs_are_what_np_save_writes(vector_add, tmp_path, capsys):
+    path = vector_add_copy(tmp_path)
+    text = path.read_text().replace("out: {shape: [N], init: zeros}",
+                                    f"out: {{shape: [N], init: zeros, save: {tmp_path}/out.npy}}")
+    path.write_text(text)
+    code, _, _ = run_cli(capsys, "launch", "--no-bench", path, "--set", f"N={BIG_N}")
+    x, y, _ = make_host_arrays(make_plan(load_spec(path, parse_overrides([f"N={BIG_N}"]))))
+    saved = tmp_path / "out.npy"
+    assert code == 0
+    expected = tmp_path / "expected.npy"
+    np.save(expected, x + y)
+    assert saved.read_bytes() == expected.read_bytes()
+
+
+def test_a_spec_that_cannot_fit_the_host_is_refused_first(device, monkeypatch, tmp_path, capsys):
+    # random integers are drawn in one call and kept whole: 4e8 bytes of them
+    text = vector_add_copy(tmp_path).read_text().replace("init: zeros", "init: {random: uniform}")
+    spec = tmp_path / "ints.yaml"
+    spec.write_text(text.replace('out: "*fp32"', 'out: "*i32"'))
+    monkeypatch.setattr(capacity, "available_host_memory", lambda: 100 << 20)
+    code, _, err = run_cli(capsys, "launch", spec, "--set", "N=100000000", "--no-bench")
+    assert code == 2
+    assert "args: the buffers need" in err and "out 381.47 MiB kept whole" in err
+    assert "and 100.00 MiB is available" in err
+    assert "cuMemAlloc" not in device.calls
+
+
+@pytest.mark.parametrize("free, total, code, words", [
+    (1 << 20, 141 << 30, 4, "of Fake H200's 141.00 GiB is free"),
+    (1 << 20, 8 << 20, 2, "and Fake H200 has 8.00 MiB"),
+])
+def test_a_spec_that_cannot_fit_the_device_is_refused_before_allocating(
+        device, monkeypatch, capsys, free, total, code, words):
+    device.free_memory = free
+    monkeypatch.setattr(type(device), "TOTAL_MEMORY", total)
+    exit_code, _, err = run_cli(capsys, "launch", CONFIGS / "vector_add.yaml", "--no-bench")
+    # 3 buffers of 4 MiB, each with its two guard bands rounded up to 2 MiB pages
+    assert exit_code == code and "the buffers and scratch need 18.00 MiB" in err
+    assert words in err and err.count("\n") == 1
+    assert "cuMemAlloc" not in device.calls
+
+
+def test_repeat_makes_the_inputs_again_and_compares_slot_by_slot(vector_add, monkeypatch,
+                                                                  capsys):
+    def play(run, x, y, out):
+        x[0] += 1                       # the same in every run only if x is uploaded again
+        if run == 3:
+            out[[17, BIG_N - 1]] = 5.0  # two slots apart
+    vector_add.play = play
+    copies = []                         # synchronous copies to the host, in bytes
+    copy = vector_add.cuMemcpyDtoH
+    monkeypatch.setattr(vector_add, "cuMemcpyDtoH",
+                        lambda dst, src, n: copies.append(n) or copy(dst, src, n))
+    code, out, _ = run_cli(capsys, "launch", "--json", "--no-bench", CONFIGS / "vector_add.yaml",
+                           "--set", f"N={BIG_N}", "--repeat", "4")
+    report = json.loads(out)
+    assert code == 1 and report["check"]["outputs"]["out"]["passed"] is True
+    x, y, _ = make_host_arrays(make_plan(load_spec(CONFIGS / "vector_add.yaml",
+                                                   parse_overrides([f"N={BIG_N}"]))))
+    assert report["repeat"]["disagreements"] == [{
+        "buffer": "out", "runs_differing": 1, "first_run": 3, "first_index": [17],
+        "elements_differing": 2, "run1_value": float(x[17] + y[17]), "value": 5.0}]
+    # x and y made again into the slots before every run (13 slots each); guard bands once
+    assert vector_add.calls.count("cuMemcpyHtoDAsync") == 4 * 2 * 13 + 2 * 3
+    # no buffer ever whole on the host: only guard bands and the two differing slots
+    # (with run 1's copy of each) come back outside the staging slots
+    assert sorted(copies) == [256] * 6 + [4 * (BIG_N % 4096)] * 2 + [transfer.SLOT_BYTES] * 2
+    assert not vector_add.memory
+
+
+def test_host_need_counts_only_what_is_kept_whole():
+    spec = load_spec(CONFIGS / "vector_add.yaml", parse_overrides(["N=1073741824"]))
+    need, parts = capacity.host_need(spec)
+    assert need < 4 << 30                   # 12 GiB of buffers, none kept whole
+    assert parts == [parts[-1]] and parts[-1].startswith("staging and workers")

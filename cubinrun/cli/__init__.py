@@ -16,7 +16,7 @@ import sys
 import click
 
 from ..errors import EXIT_USAGE, BuildError, CubinrunError, one_line
-from . import binaries, caches, device, launch, results, source
+from . import binaries, caches, device, launch, profile, repro, results, source
 from .common import JSON_BEFORE_COMMAND, Flags, everywhere_options
 
 
@@ -39,7 +39,8 @@ def cli(ctx: click.Context, as_json: bool) -> None:
 
 
 for _command in (launch.launch, results.compare, results.plot, source.gen, device.props,
-                 binaries.inspect, binaries.compile_command, binaries.init, caches.cache):
+                 binaries.inspect, binaries.compile_command, binaries.init, profile.profile,
+                 repro.repro, caches.cache):
     cli.add_command(_command)
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
 import click
 
@@ -106,3 +107,46 @@ def write_output(path: str, text: str, force: bool) -> None:
         raise UsageError(f"{path} exists; pass --force to overwrite it") from None
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def one_run(spec_path: str, overrides: tuple[str, ...], device: int | None):
+    """The spec at exactly one point, for commands that run or write one launch
+    (profile, repro): (Spec, its overrides as NAME=VALUE words). A spec whose
+    sweep has several points is a usage error asking for --set; device values
+    come from device `device` (0), read only if the spec names one."""
+    from ..errors import UsageError
+    from ..props import device_values_of
+    from ..runs.expand import expand, point_text
+    from ..spec import load_spec, parse_overrides
+    tasks = expand([spec_path], parse_overrides(overrides))
+    task = tasks[0]
+    if task.error is not None:
+        raise task.error
+    if len(tasks) > 1:
+        raise UsageError(f"{spec_path}: its sweep has {len(tasks)} points and this command runs "
+                         f"one: pick it with --set (e.g. {point_text(task.point)})")
+    spec = load_spec(spec_path, task.overrides, device=device_values_of(device or 0))
+    return spec, tuple(f"{k}={v}" for k, v in task.overrides.items())
+
+
+def optional_value(args: list[str], option: str, takes: Callable[[str], bool],
+                   default: str) -> list[str]:
+    """`option` takes the next word as its value only when `takes(word)`, else
+    `default`, so an option whose value may be left out cannot swallow a spec
+    path. Every `option` becomes `option=VALUE`; words after `--` are left alone."""
+    out: list[str] = []
+    position = 0
+    while position < len(args):
+        word = args[position]
+        position += 1
+        if word == "--":
+            out += args[position - 1:]
+            break
+        if word != option:
+            out.append(word)
+        elif position < len(args) and takes(args[position]):
+            out.append(f"{option}={args[position]}")
+            position += 1
+        else:
+            out.append(f"{option}={default}")
+    return out

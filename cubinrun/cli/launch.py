@@ -6,17 +6,25 @@ One run keeps the single-spec behaviour exactly: it runs in this process
 or the section-2 JSON, and an error ends as one line. Several runs go to a
 worker process (runs.executor) that starts CUDA once; each error becomes a
 line on stderr and a row of the final table, and the exit code is the most
-severe of all runs.
+severe of all runs. Guard bands and `--repeat` travel in RunOptions to
+wherever the runs execute; `--sanitize` runs every run in turn under
+compute-sanitizer instead (runs.sanitized), one cubinrun process each.
+`--devices` spreads the runs over worker processes, one per GPU
+(runs.devices), and `--ray` over Ray actors (runs.ray_backend); the results,
+files and exit codes are those of the same runs on one worker.
 """
 from __future__ import annotations
 
+import re
 import sys
 import time
 from dataclasses import dataclass
 
 import click
 
-from .common import console, device_option, json_option, set_option
+from ..limits import MAX_REPEAT
+from .common import console, device_option, json_option, optional_value, set_option
+from .sanitize import TOOLS, optional_tool
 
 
 @dataclass(frozen=True)
@@ -44,9 +52,40 @@ class LaunchArgs:
     threshold: str
     ignore_device: bool
     props: str | None = None
+    guard: bool = True
+    repeat: int = 1
+    sanitize: str | None = None             # a compute-sanitizer tool
+    devices: str | None = None
+    workers_per_gpu: int = 1
+    mixed_devices: bool = False
+    ray: str | None = None
+
+    @property
+    def spread(self) -> bool:
+        """Runs go to workers on chosen GPUs (--devices) or a cluster (--ray)."""
+        return self.devices is not None or self.ray is not None
 
 
-@click.command()
+class _LaunchCommand(click.Command):
+    """`--sanitize` takes a tool, and `--ray` an address, only when the next word
+    is one (SPEC... follows)."""
+
+    def parse_args(self, ctx, args):
+        return super().parse_args(ctx, optional_address(optional_tool(args)))
+
+
+_RAY_ADDRESS = re.compile(r"(auto|local|(ray|https?)://\S+|[\w.\-\[\]:]+:\d+)")
+
+
+def optional_address(args: list[str]) -> list[str]:
+    """`--ray` takes the next word as its address only when it looks like one (auto,
+    local, HOST:PORT, a URL), so `--ray configs/x.yaml` starts a local cluster for
+    that spec."""
+    return optional_value(args, "--ray", lambda word: bool(_RAY_ADDRESS.fullmatch(word)),
+                          "local")
+
+
+@click.command(cls=_LaunchCommand)
 @click.argument("specs", metavar="SPEC...", nargs=-1, required=True, type=click.Path())
 @set_option
 @click.option("--axis", "axes", multiple=True, metavar="AXIS",
@@ -87,17 +126,40 @@ class LaunchArgs:
               help="With --baseline: the smallest change that counts.")
 @click.option("--ignore-device", is_flag=True,
               help="With --baseline: compare with results from another GPU model.")
+@click.option("--no-guard", is_flag=True,
+              help="No guard bands around the buffers (they catch writes past a buffer).")
+@click.option("--repeat", type=click.IntRange(1, MAX_REPEAT), default=1, metavar="N",
+              help="Launch N times from the same inputs; fail unless every buffer is the "
+              "same bit for bit.")
+@click.option("--sanitize", type=click.Choice(TOOLS), is_flag=False, flag_value="memcheck",
+              default=None,
+              help="Run each spec once, untimed, under compute-sanitizer (memcheck when no "
+              "tool is named); any finding fails.")
+@click.option("--devices", metavar="LIST|all", help="Spread the runs over these GPUs (PCI bus "
+              "order, e.g. 0,1 or all), one worker process each; 0,0 is two workers "
+              "sharing GPU 0.")
+@click.option("--workers-per-gpu", type=int, default=1, show_default=True, metavar="N",
+              help="With --devices or --ray: N workers share each GPU.")
+@click.option("--mixed-devices", is_flag=True,
+              help="With --devices or --ray: allow different GPU models in one command.")
+@click.option("--ray", "ray", metavar="[ADDRESS]", help="Run on Ray actors holding a GPU "
+              "each: an existing cluster (auto, HOST:PORT, ray://HOST:PORT) or, without "
+              "ADDRESS, a local one started for the command (needs cubinrun[ray]).")
 def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no_bench,
            raw_events, arch, props_file, fail_fast, jsonl, csv_path, markdown, junit, samples,
-           plot, baseline, threshold, ignore_device):
+           plot, baseline, threshold, ignore_device, no_guard, repeat, sanitize, devices,
+           workers_per_gpu, mixed_devices, ray):
     """Build the launcher, load the kernel, make the args, launch, check, time.
 
     SPEC may be several spec files and folders (their *.yaml); every spec and
-    every point of its sweep runs, with CUDA started once."""
+    every point of its sweep runs, with CUDA started once (per worker with
+    --devices or --ray)."""
     from ..errors import SpecError
     args = LaunchArgs(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2,
                       no_bench, raw_events, arch, fail_fast, jsonl, csv_path, markdown, junit,
-                      samples, plot, baseline, threshold, ignore_device, props_file)
+                      samples, plot, baseline, threshold, ignore_device, props_file,
+                      guard=not no_guard, repeat=repeat, sanitize=sanitize, devices=devices,
+                      workers_per_gpu=workers_per_gpu, mixed_devices=mixed_devices, ray=ray)
     try:
         _launch(args)
     except SpecError as error:          # found past loading (the binary, the device): locate it
@@ -112,6 +174,7 @@ def _launch(args: LaunchArgs) -> None:
     from ..spec import parse_overrides
     _check_outputs(args)
     _check_numbers(args)
+    _check_spread(args)
     baseline = _read_baseline(args)
     tasks = expand(args.specs, parse_overrides(args.overrides), args.axes)
     if args.dry_run:
@@ -132,6 +195,13 @@ def _check_outputs(args: LaunchArgs) -> None:
         raise UsageError("--dry-run writes no result files, plots or comparisons")
     if args.props and not args.dry_run:
         raise UsageError("--props describes a device for --dry-run; a launch reads its device")
+    if args.sanitize:
+        if args.dry_run:
+            raise UsageError("--dry-run launches nothing to sanitize")
+        if args.baseline or args.plot:
+            raise UsageError("--sanitize runs untimed: no --baseline or --plot")
+        if args.repeat > 1:
+            raise UsageError("--sanitize checks the first launch only: no --repeat")
     if args.plot:
         from ..results.plot import check_path, require_matplotlib
         check_path(args.plot)
@@ -153,6 +223,46 @@ def _check_numbers(args: LaunchArgs) -> None:
     parse_threshold(args.threshold)
 
 
+def _check_spread(args: LaunchArgs) -> None:
+    from ..errors import UsageError
+    if args.devices is not None and args.ray is not None:
+        raise UsageError("--devices and --ray: choose one (a Ray cluster picks its own GPUs)")
+    if args.spread and args.device is not None:
+        raise UsageError("--device picks one GPU; with --devices or --ray leave it out")
+    if args.spread and args.dry_run:
+        raise UsageError("--dry-run needs no GPU: --devices and --ray do not apply")
+    if args.spread and args.sanitize:
+        raise UsageError("--sanitize runs each run in its own process on one GPU: "
+                         "--devices and --ray do not apply")
+    if not args.spread and (args.workers_per_gpu != 1 or args.mixed_devices):
+        raise UsageError("--workers-per-gpu and --mixed-devices go with --devices or --ray")
+
+
+def _executor(tasks, args: LaunchArgs, options):
+    """Who runs the tasks: this process (one run), a worker process, workers on
+    --devices, or Ray actors."""
+    from ..runs.executor import InlineExecutor, ProcessExecutor
+    runnable = sum(1 for t in tasks if t.error is None)
+    if args.ray is not None:
+        from ..runs.ray_backend import RayExecutor
+        return RayExecutor(options, args.ray, args.workers_per_gpu, args.mixed_devices,
+                           limit=runnable)
+    if args.devices is not None:
+        from ..runs.devices import placements
+        return ProcessExecutor(options, placements(args.devices, args.workers_per_gpu,
+                                                   args.mixed_devices, limit=runnable))
+    return InlineExecutor(options) if len(tasks) == 1 else ProcessExecutor(options)
+
+
+def _notes(executor, options) -> list[str]:
+    from ..runs.devices import sharing_note
+    notes = list(getattr(executor, "notes", []))
+    tags = executor.tags() if hasattr(executor, "tags") else \
+        [p.tag for p in getattr(executor, "placements", [])]
+    shared = sharing_note(tags) if options.bench else None
+    return notes + ([shared] if shared else [])
+
+
 def _read_baseline(args: LaunchArgs):
     if not args.baseline:
         return None
@@ -166,21 +276,28 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
     from ..errors import EXIT_OK, EXIT_REGRESSION
     from ..results.writers import JsonLines
     from ..run import RunOptions
-    from ..runs.executor import InlineExecutor, ProcessExecutor
     from ..runs.outcome import most_severe
     from ..runs.progress import Progress
     single = len(tasks) == 1
+    inline = single and not args.spread        # the run's own objects are at hand
     options = RunOptions(device=args.device, warmup_ms=args.warmup, rep_ms=args.rep, l2=args.l2,
                          bench=not args.no_bench,
-                         progress=single and not args.as_json and args.jsonl != "-",
+                         progress=inline and not args.as_json and args.jsonl != "-",
                          raw_events=args.raw_events,
-                         keep_samples=args.samples or baseline is not None)
+                         keep_samples=args.samples or baseline is not None,
+                         guard=args.guard, repeat=args.repeat)
     started = time.perf_counter()
-    executor = InlineExecutor(options) if single else ProcessExecutor(options)
+    if args.sanitize:
+        from ..runs.sanitized import SanitizerExecutor
+        executor = SanitizerExecutor(args.sanitize, args.device)
+    else:
+        executor = _executor(tasks, args, options)
     jsonl = JsonLines(args.jsonl) if args.jsonl else None
     progress = Progress(len(tasks), enabled=None if not single else False)
     records, results = [], []
     try:
+        for note in _notes(executor, options):
+            progress.print(f"note: {note}")
         progress.running(tasks[0].label)
         for position, record in enumerate(executor.run(tasks, _stopper(args.fail_fast))):
             if baseline is not None and record.result and record.result.get("timing"):
@@ -198,7 +315,7 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
             progress.advance()
             if position + 1 < len(tasks):
                 progress.running(tasks[position + 1].label)
-            if record.error and not single:
+            if record.error and not inline:
                 if record.log and record.error_type == "internal":
                     progress.print(record.log.rstrip())
                 progress.print(record.error_line())
@@ -215,7 +332,7 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
     except BrokenPipeError:             # the reader left: the runs' exit code still counts
         from . import silence_stdout
         silence_stdout()
-    if single and records[0].exception is not None:
+    if inline and records[0].exception is not None:
         raise records[0].exception      # one run: the error line exactly as before
     return exit_code
 
@@ -244,11 +361,14 @@ def _write_outputs(records, results, exit_code, not_run, wall_s, args: LaunchArg
         print_json(json_document(results, summary, single=single))
     elif args.jsonl == "-" or "-" in (args.csv, args.markdown, args.junit):
         pass                                    # stdout carries that file
+    elif single and records[0].live is not None and args.sanitize:
+        from .sanitize import render
+        render(records[0].live, console())
     elif single and records[0].live is not None:
         render_result(records[0].live, console())
         if records[0].compare:
             _print_comparison(records[0].compare)
-    elif not single:
+    elif not single or args.spread:
         render_summary(results, summary, wide_console())
 
 

@@ -19,9 +19,34 @@ def throughput(result: dict) -> tuple[float | None, str, float | None]:
     return None, "", None
 
 
+# what a run checks besides its outputs (launch's debugging aids), by JSON key
+DEBUG_CHECKS = (("guards", "guard bands"), ("repeat", "repeat"), ("sanitizer", "sanitizer"))
+
+
+def failed_checks(result: dict) -> list[str]:
+    """What failed in a run: each output whose check failed, the guard bands,
+    --repeat's comparison, the sanitizer (by tool). Each counts as a failed check."""
+    check = result.get("check") if isinstance(result.get("check"), dict) else {}
+    outputs = check.get("outputs") if isinstance(check.get("outputs"), dict) else {}
+    failed = [f"check {name}" for name, output in outputs.items()
+              if isinstance(output, dict) and output.get("passed") is False]
+    for key, label in DEBUG_CHECKS:
+        part = result.get(key)
+        if isinstance(part, dict) and part.get("passed") is False:
+            failed.append((part.get("tool") or label) if key == "sanitizer" else label)
+    if check.get("passed") is False and not failed:
+        failed.append("check")              # check.passed also counts guards and repeat
+    return failed
+
+
 def check_word(result: dict) -> str:
-    passed = (result.get("check") or {}).get("passed")
-    return "pass" if passed is True else "FAIL" if passed is False else "-"
+    """pass, FAIL or - (nothing was checked)."""
+    if failed_checks(result):
+        return "FAIL"
+    passed = [(result.get("check") or {}).get("passed")]
+    passed += [(result.get(key) or {}).get("passed") for key, _ in DEBUG_CHECKS
+               if isinstance(result.get(key), dict)]
+    return "pass" if True in passed else "-"
 
 
 def row(result: dict) -> dict[str, Any]:
@@ -50,3 +75,13 @@ def number(value: float | None, digits: int = 2) -> str:
 
 def percent(value: float | None) -> str:
     return "" if value is None else f"{100 * value:.1f}%"
+
+
+def device_labels(results: list[dict]) -> list[str] | None:
+    """Which GPU ran each result (`0`, or `host:0` across hosts), when the
+    results ran on more than one (--devices, --ray); else None."""
+    devices = [r.get("device") or {} for r in results]
+    hosts = {d.get("host") for d in devices if d.get("host")}
+    labels = [(f"{d['host']}:" if len(hosts) > 1 and d.get("host") else "")
+              + str(d.get("ordinal", "")) for d in devices]
+    return labels if len({(d.get("host"), d.get("uuid")) for d in devices}) > 1 else None

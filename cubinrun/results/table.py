@@ -3,7 +3,7 @@ throughput, % of peak, check, status, and the baseline verdict when there is
 one; then a one-line summary."""
 from __future__ import annotations
 
-from .rows import number, percent, row
+from .rows import device_labels, number, percent, row
 from .writers import headline
 
 VERDICT_STYLE = {"SAME": "", "FASTER": "green", "SLOWER": "bold red", "AMBIGUOUS": "yellow"}
@@ -21,7 +21,10 @@ def render_summary(results: list[dict], summary: dict, console) -> None:
                          min_width=min(widest.get(column, 0), 40) or None)
     if compared:
         table.add_column("vs baseline")
-    for result in results:
+    gpus = device_labels(results)
+    if gpus:
+        table.add_column("gpu")
+    for position, result in enumerate(results):
         flat = row(result)
         status = flat["status"]
         style = "" if status == "ok" else "red"
@@ -36,6 +39,8 @@ def render_summary(results: list[dict], summary: dict, console) -> None:
             text = verdict + (f" {ratio:.3f}x" if ratio is not None else "")
             vstyle = VERDICT_STYLE.get(verdict, "")
             cells.append(f"[{vstyle}]{text}[/{vstyle}]" if vstyle else text)
+        if gpus:
+            cells.append(escape(gpus[position]))
         table.add_row(*cells)
     console.print(table)
     console.print(headline(summary))

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import TextIO
 
 from ..report import _finite as finite          # NaN and infinities as null
-from .rows import number, percent, point_text, row
+from .rows import DEBUG_CHECKS, failed_checks, number, percent, point_text, row
 
-CSV_COLUMNS = ("spec", "point", "kernel", "device", "exit_code", "status", "check",
+CSV_COLUMNS = ("spec", "point", "kernel", "device", "device_ordinal", "device_uuid", "host",
+               "exit_code", "status", "check",
                "median_us", "min_us", "max_us", "mean_us", "std_us", "p10_us", "p90_us",
                "samples", "l2", "sm_clock_mhz", "gbps", "tflops", "bandwidth_fraction",
                "fp32_fraction", "verdict", "ratio", "error")
@@ -87,9 +88,11 @@ def csv_text(results: list[dict]) -> str:
         timing = result.get("timing") or {}
         t = result.get("throughput") or {}
         flat = row(result)
+        device = result.get("device") or {}
         record = {
             "spec": flat["spec"], "point": flat["point"], "kernel": flat["kernel"],
-            "device": (result.get("device") or {}).get("name"),
+            "device": device.get("name"), "device_ordinal": device.get("ordinal"),
+            "device_uuid": device.get("uuid"), "host": device.get("host"),
             "exit_code": result.get("exit_code"), "status": flat["status"],
             "check": flat["check"], "verdict": flat["verdict"], "ratio": flat["ratio"],
             "error": flat["error"],
@@ -159,8 +162,13 @@ def junit_text(results: list[dict], summary: dict) -> str:
                 ET.SubElement(props, "property", name=key, value=f"{value:.6g}")
         code = result.get("exit_code")
         if code == 1:
-            failure = ET.SubElement(case, "failure", type="check", message="the check failed")
-            failure.text = json.dumps(finite((result.get("check") or {}).get("outputs")), indent=1)
+            failed = failed_checks(result)
+            failure = ET.SubElement(case, "failure", type="check",
+                                    message=f"failed: {', '.join(failed) or 'the check'}")
+            details = {"check": (result.get("check") or {}).get("outputs"),
+                       **{key: result[key] for key, _ in DEBUG_CHECKS
+                          if (result.get(key) or {}).get("passed") is False}}
+            failure.text = json.dumps(finite(details), indent=1)
         elif code == 5:
             compare = result.get("compare") or {}
             ET.SubElement(case, "failure", type="regression",

@@ -6,26 +6,32 @@ RunRecord`:
 - `InlineExecutor` runs in this process (a single run, which then keeps the
   start-up overlap of `launch`; and tests with the in-process fake driver). A
   broken context is rebuilt with a primary-context reset.
-- `ProcessExecutor` hands tasks to worker processes (spawned, one per device
-  ordinal given; `worker.serve`), each of which opens CUDA once. A worker
-  that dies (a crash, a signal) or exits after breaking its context is
-  replaced for the next task; the task it was running gets a CUDA-error
-  record (exit 4) saying how the worker ended. Tasks go to idle workers as
-  they free up and the records are put back in input order, so more
-  workers (several GPUs) or another kind of worker (anything with the
-  `_Worker` methods) plug in here without changing the callers.
+- `ProcessExecutor` hands tasks to worker processes (spawned, one per
+  placement: a device ordinal, the environment the worker starts with, e.g.
+  its CUDA_VISIBLE_DEVICES, and the tag its records carry; see devices.py;
+  `worker.serve`), each of which opens CUDA once. A worker that dies (a
+  crash, a signal) or exits after breaking its context is replaced for the
+  next task; the task it was running gets a CUDA-error record (exit 4)
+  saying how the worker ended. Tasks go to idle workers as they free up and
+  the records are put back in input order.
+- `ray_backend.RayExecutor` does the same with Ray actors, one per GPU of a
+  cluster.
 
 `stop(record)` (e.g. --fail-fast) ends the run after that record: no later
-task is started and records past it are dropped.
+task is started and records past it are dropped. (`launch --sanitize` has a
+third executor with this interface: runs.sanitized.)
 """
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
+from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator, Sequence
 
 from ..errors import EXIT_CUDA
 from ..run import RunOptions
+from .devices import Placement
 from .expand import RunTask
 from .outcome import RunRecord
 
@@ -64,12 +70,16 @@ class InlineExecutor:
 class _Worker:
     """One worker process and the task it is running."""
 
-    def __init__(self, context, ordinal: int, options: RunOptions, setup: str | None):
+    def __init__(self, context, placement: Placement, options: RunOptions, setup: str | None):
         from .worker import serve
+        self.placement = placement
         self.connection, child = context.Pipe()
-        self.process = context.Process(target=serve, args=(child, ordinal, options, setup),
-                                       name=f"cubinrun-worker-{ordinal}", daemon=True)
-        self.process.start()
+        self.process = context.Process(
+            target=serve, args=(child, placement.ordinal, options, setup, placement.tag),
+            name=f"cubinrun-worker-{placement.tag.get('ordinal', placement.ordinal)}",
+            daemon=True)
+        with _environment(placement.env):       # a spawned process starts with os.environ
+            self.process.start()
         child.close()
         self.task: RunTask | None = None
         self.started = 0.0
@@ -93,6 +103,7 @@ class _Worker:
                 record = None
             if record is not None:
                 self.task = None
+                record.device = self.placement.tag or None
                 return record
         if self.process.is_alive():
             return None
@@ -100,7 +111,7 @@ class _Worker:
         task, self.task = self.task, None
         return RunRecord(task, EXIT_CUDA, error=f"the worker process running it {_ended(self.process.exitcode)}",
                          error_type="cuda", wall_s=time.perf_counter() - self.started,
-                         broken=True)
+                         broken=True, device=self.placement.tag or None)
 
     @property
     def alive(self) -> bool:
@@ -118,6 +129,21 @@ class _Worker:
         self.connection.close()
 
 
+@contextmanager
+def _environment(updates: dict[str, str]):
+    """os.environ with `updates`, restored after (only around starting a process)."""
+    saved = {name: os.environ.get(name) for name in updates}
+    os.environ.update(updates)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def _ended(exitcode: int | None) -> str:
     import signal
     if exitcode is not None and exitcode < 0:
@@ -129,18 +155,22 @@ def _ended(exitcode: int | None) -> str:
 
 
 class ProcessExecutor:
-    def __init__(self, options: RunOptions, ordinals: Sequence[int] | None = None,
+    """`placements`: one worker each (devices.placements); by default one worker
+    on `options.device`, this process's environment unchanged."""
+
+    def __init__(self, options: RunOptions, placements: Sequence[Placement] | None = None,
                  setup: str | None = None):
         import multiprocessing
         self.options = options
         self.context = multiprocessing.get_context("spawn")
-        self.ordinals = list(ordinals) if ordinals else [options.device or 0]
+        self.placements = list(placements) if placements else [Placement(options.device or 0)]
         self.setup = setup if setup is not None else WORKER_SETUP
+        self.notes: list[str] = []
         # Started now, so Python and CUDA start in the workers while the caller goes on.
-        self.workers: list[_Worker | None] = [self._start(o) for o in self.ordinals]
+        self.workers: list[_Worker | None] = [self._start(p) for p in self.placements]
 
-    def _start(self, ordinal: int) -> _Worker:
-        return _Worker(self.context, ordinal, self.options, self.setup)
+    def _start(self, placement: Placement) -> _Worker:
+        return _Worker(self.context, placement, self.options, self.setup)
 
     def run(self, tasks: Iterable[RunTask], stop: Stop = _never) -> Iterator[RunRecord]:
         from multiprocessing.connection import wait
@@ -155,7 +185,7 @@ class ProcessExecutor:
             for slot, worker in enumerate(self.workers):
                 if pending and pending[0].error is None and (worker is None or worker.task is None):
                     if worker is None or not worker.alive:
-                        worker = self.workers[slot] = self._start(self.ordinals[slot])
+                        worker = self.workers[slot] = self._start(self.placements[slot])
                     worker.send(pending.popleft())
             busy = [w for w in self.workers if w is not None and w.task is not None]
             if busy and order[position] not in done:

@@ -46,6 +46,7 @@ class RunRecord:
     wall_s: float = 0.0
     broken: bool = False                # the device context is unusable after this run
     compare: dict | None = None         # the baseline comparison (launch --baseline)
+    device: dict | None = None          # the worker's device tag (several workers or Ray)
     live: Any = field(default=None, repr=False)        # same process only: the RunResult
     exception: BaseException | None = field(default=None, repr=False)   # same process only
 
@@ -77,6 +78,10 @@ class RunRecord:
         """The result object of SPEC section 2 plus spec, point, exit_code (section 3),
         and status, error, wall_s and compare."""
         document = dict(self.result) if self.result else {}
+        if self.device:                 # what the run measured wins; the tag fills in
+            device = document["device"] = dict(document.get("device") or {})
+            for key, value in self.device.items():
+                device.setdefault(key, value)
         document.update({
             "spec": self.task.spec, "point": dict(self.task.point),
             "exit_code": self.exit_code, "status": self.status,

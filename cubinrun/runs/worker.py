@@ -34,12 +34,18 @@ STICKY_ERRORS = frozenset({
 
 
 class Runner:
-    """Runs tasks one after another on device `ordinal`, CUDA started once."""
+    """Runs tasks one after another on device `ordinal`, CUDA started once.
 
-    def __init__(self, ordinal: int, options: RunOptions):
+    Each result's `device` also gets the card's UUID and the host, and the
+    ordinal from `tag` when there is one (a worker whose CUDA_VISIBLE_DEVICES
+    names one card sees it as device 0; the tag has the launch process's)."""
+
+    def __init__(self, ordinal: int, options: RunOptions, tag: dict | None = None):
         self.ordinal, self.options = ordinal, options
+        self.tag = tag or {}
         self.opening: driver.DeviceOpening | None = driver.DeviceOpening(ordinal)
         self.session = None
+        self._identity: dict | None = None
 
     def execute(self, task: RunTask) -> RunRecord:
         started = time.perf_counter()
@@ -60,8 +66,22 @@ class Runner:
             record.log = traceback.format_exc()
             record.broken = True                # nothing is known about the context
             return record
-        return RunRecord(task, result.exit_code, result=result.to_json(),
+        document = result.to_json()
+        document["device"].update(self._device_identity())
+        return RunRecord(task, result.exit_code, result=document,
                          wall_s=time.perf_counter() - started, live=result)
+
+    def _device_identity(self) -> dict:
+        if self._identity is None:
+            import socket
+            try:
+                uuid = driver.device_uuid(self.session.device.handle)
+            except CudaError:                   # a tag: never the reason a run fails
+                uuid = None
+            self._identity = {"uuid": uuid, "host": socket.gethostname()}
+            if "ordinal" in self.tag:
+                self._identity["ordinal"] = self.tag["ordinal"]
+        return self._identity
 
     def _run(self, task: RunTask):
         from ..run import Session, check_data, prepare_early, run_spec
@@ -81,6 +101,16 @@ class Runner:
             self.session = Session(device)
             return run_spec(spec, self.options, session=self.session, early=early)
         return run_spec(spec, self.options, session=self.session)
+
+    def open(self) -> driver.Device:
+        """The device, opened now rather than with the first run (a Ray worker
+        reports it before it is given runs)."""
+        if self.session is None:
+            from ..run import Session
+            opening, self.opening = self.opening, None
+            device = opening.wait() if opening is not None else driver.open_device(self.ordinal)
+            self.session = Session(device)
+        return self.session.device
 
     def _device_values(self) -> dict[str, int]:
         """sm_count and the rest, for a spec that names them: from the device this
@@ -106,6 +136,7 @@ class Runner:
     def recover(self) -> None:
         """After a broken context, in this process: a fresh primary context."""
         session, self.session = self.session, None
+        self._identity = None
         if session is None:
             return
         session.close()
@@ -122,7 +153,8 @@ class Runner:
             self.session = None
 
 
-def serve(connection, ordinal: int, options: RunOptions, setup: str | None = None) -> None:
+def serve(connection, ordinal: int, options: RunOptions, setup: str | None = None,
+          tag: dict | None = None) -> None:
     """A worker process: run the tasks it is sent (None ends it), send back records.
     It exits after a run that broke its context; its executor starts another."""
     import os
@@ -134,11 +166,8 @@ def serve(connection, ordinal: int, options: RunOptions, setup: str | None = Non
     sys.stdout.flush()
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    if setup:
-        import importlib
-        module, _, function = setup.partition(":")
-        getattr(importlib.import_module(module), function)()
-    runner = Runner(ordinal, options)
+    run_setup(setup)
+    runner = Runner(ordinal, options, tag)
     try:
         while True:
             try:
@@ -154,3 +183,11 @@ def serve(connection, ordinal: int, options: RunOptions, setup: str | None = Non
     finally:
         runner.close()
         connection.close()
+
+
+def run_setup(setup: str | None) -> None:
+    """Call `module:function` (runs.executor.WORKER_SETUP) first in a worker."""
+    if setup:
+        import importlib
+        module, _, function = setup.partition(":")
+        getattr(importlib.import_module(module), function)()

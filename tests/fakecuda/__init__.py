@@ -97,19 +97,36 @@ class FakeDriver:
         return [self._read(i) for i in range(min(self.launch_count, _MAX_LAUNCHES))]
 
     def _read(self, i: int) -> Launch:
-        raw = self._lib.fake_launch(i).contents
-        data = bytes(raw.param_bytes)
-        params = [data[raw.param_offset[j]:raw.param_offset[j] + self._sizes[j]]
-                  for j in range(raw.num_params)]
-        return Launch(
-            function=raw.function, stream=raw.stream, grid=tuple(raw.grid),
-            block=tuple(raw.block), shared=raw.shared,
-            attrs=[(raw.attr_id[a], bytes(raw.attr_value[a])) for a in range(raw.num_attrs)],
-            params=params, param_alignment=list(raw.param_address_mod64[:raw.num_params]))
+        return _launch_of(self._lib.fake_launch(i).contents, self._sizes)
+
+
+def recorded_launches(path: Path, sizes: Sequence[int]) -> list[Launch]:
+    """The launches another process made against the fake ($FAKECUDA_RECORD)."""
+    data = path.read_bytes() if path.exists() else b""
+    size = ctypes.sizeof(_FakeLaunch)
+    return [_launch_of(_FakeLaunch.from_buffer_copy(data, offset), list(sizes))
+            for offset in range(0, len(data) - size + 1, size)]
+
+
+def recorded_allocations(path: Path) -> list[tuple[int, int]]:
+    """(address, bytes) of each allocation another process made ($FAKECUDA_ALLOCATIONS)."""
+    lines = path.read_text().split("\n") if path.exists() else []
+    return [(int(a), int(n)) for a, n in (line.split() for line in lines if line)]
+
+
+def _launch_of(raw: _FakeLaunch, sizes: list[int]) -> Launch:
+    data = bytes(raw.param_bytes)
+    params = [data[raw.param_offset[j]:raw.param_offset[j] + sizes[j]]
+              for j in range(raw.num_params)]
+    return Launch(
+        function=raw.function, stream=raw.stream, grid=tuple(raw.grid),
+        block=tuple(raw.block), shared=raw.shared,
+        attrs=[(raw.attr_id[a], bytes(raw.attr_value[a])) for a in range(raw.num_attrs)],
+        params=params, param_alignment=list(raw.param_address_mod64[:raw.num_params]))
 
 
 def build_fake_driver(folder: Path) -> FakeDriver:
-    """Compile fake_libcuda.c into `folder` and load it."""
+    """Compile fake_libcuda.c into `folder` and load it (tests want `shared_fake_driver`)."""
     path = folder / "libcuda_fake.so"
     subprocess.run([*find_compiler(), "-O1", "-shared", "-fPIC", f"-I{find_cuda_include()}",
                     str(SOURCE), "-o", str(path)], check=True, capture_output=True)

@@ -6,6 +6,12 @@ Faults, for the multi-run tests: a kernel named in `sticky_kernels` poisons
 the context at the next synchronise (as an illegal address does: every later
 call fails the same way, until cuDevicePrimaryCtxReset), and one named in
 `crash_kernels` kills the process when it is loaded.
+
+Several devices, for the scale-out tests: $FAKECUDA_DEVICES=N gives N of them
+(named by $FAKECUDA_NAMES, comma-separated, the last name repeated), and then
+$CUDA_VISIBLE_DEVICES selects among them by index as it does for a real
+driver, so each worker process sees its own one, with its own UUID. Without
+$FAKECUDA_DEVICES there is one "Fake H200" whatever the environment says.
 """
 from __future__ import annotations
 
@@ -15,9 +21,40 @@ import os
 import signal
 from typing import Callable
 
+import numpy as np
+
 from cubinrun import driver
 
 CUDA_ERROR_ILLEGAL_ADDRESS = 700
+
+
+class FakeUuid:
+    """What cuda.bindings returns for cuDeviceGetUuid: a CUuuid with `.bytes`."""
+
+    def __init__(self, raw: bytes):
+        self.bytes = raw
+
+
+def visible_devices() -> list[int]:
+    """The physical indices this process sees, in order."""
+    count = os.environ.get("FAKECUDA_DEVICES")
+    if count is None:
+        return [0]
+    physical = range(int(count))
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return list(physical)
+    chosen = []
+    for entry in visible.split(","):
+        if not entry.strip().isdigit() or int(entry) not in physical:
+            break                           # as CUDA does: the list ends at the first bad entry
+        chosen.append(int(entry))
+    return chosen
+
+
+def device_name(index: int) -> str:
+    names = os.environ.get("FAKECUDA_NAMES", "Fake H200").split(",")
+    return names[min(index, len(names) - 1)]
 
 
 class FakeDevice:
@@ -34,6 +71,7 @@ class FakeDevice:
 
     EVENT_OFFSET_US = 2.0
     KERNEL_US = 3.0
+    TOTAL_MEMORY = 141 << 30
 
     def __init__(self, launches: Callable[[], int]):
         self.launches = launches            # how many launches the fake libcuda took
@@ -46,6 +84,7 @@ class FakeDevice:
         self.calls: list[str] = []
         self.events = itertools.count(1)
         self.function_attributes: dict[str, int] = {}
+        self.free_memory = self.TOTAL_MEMORY
 
     def __call__(self, name: str, *args, context: str = ""):
         self.calls.append(name)
@@ -61,9 +100,10 @@ class FakeDevice:
 
     def cuInit(self, flags): return None
     def cuCtxSynchronize(self): return None
-    def cuDeviceGetCount(self): return 1
-    def cuDeviceGet(self, ordinal): return ordinal
-    def cuDeviceGetName(self, length, handle): return b"Fake H200\0\0"
+    def cuDeviceGetCount(self): return len(visible_devices())
+    def cuDeviceGet(self, ordinal): return visible_devices()[ordinal]     # its physical index
+    def cuDeviceGetName(self, length, handle): return device_name(handle).encode() + b"\0\0"
+    def cuDeviceGetUuid(self, handle): return FakeUuid(bytes([0xFA, 0xCE, *[0] * 13, handle]))
     def cuDevicePrimaryCtxRetain(self, handle): return 1
     def cuCtxSetCurrent(self, context): return None
 
@@ -89,19 +129,36 @@ class FakeDevice:
     def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, function, threads, shared):
         return 2
 
-    def cuMemAlloc(self, nbytes):
+    def cuMemAlloc(self, nbytes): return self._allocate(nbytes)
+
+    def _allocate(self, nbytes):
         buffer = (ctypes.c_char * (nbytes + 256))()
         address = -(-ctypes.addressof(buffer) // 256) * 256     # cuMemAlloc's alignment
         self.memory[address] = buffer
         return address
 
     def cuMemFree(self, pointer): del self.memory[pointer]
+    def cuMemHostAlloc(self, nbytes, flags): return self._allocate(nbytes)
+    def cuMemFreeHost(self, pointer): del self.memory[pointer]
+    def cuMemGetInfo(self): return self.free_memory, self.TOTAL_MEMORY
     def cuMemcpyHtoD(self, dst, src, n): ctypes.memmove(dst, src, n)
     def cuMemcpyDtoH(self, dst, src, n): ctypes.memmove(dst, src, n)
+    def cuMemcpyHtoDAsync(self, dst, src, n, stream): ctypes.memmove(dst, src, n)
+    def cuMemcpyDtoHAsync(self, dst, src, n, stream): ctypes.memmove(dst, src, n)
+    def cuMemcpyDtoDAsync(self, dst, src, n, stream): ctypes.memmove(dst, src, n)
     def cuMemsetD8Async(self, dst, byte, n, stream): ctypes.memset(dst, byte, n)
+    def cuMemsetD16Async(self, dst, value, n, stream): self._fill(dst, ctypes.c_uint16, value, n)
+    def cuMemsetD32Async(self, dst, value, n, stream): self._fill(dst, ctypes.c_uint32, value, n)
+
+    @staticmethod
+    def _fill(dst, ctype, value, n):
+        np.ctypeslib.as_array((ctype * n).from_address(dst))[:] = value
+
     def cuStreamCreate(self, flags): return 0x5
+    def cuStreamDestroy(self, stream): return None
     def cuStreamSynchronize(self, stream): return None
     def cuEventCreate(self, flags): return next(self.events)
+    def cuEventSynchronize(self, event): return None
     def cuEventRecord(self, event, stream): self.recorded[event] = self.launches()
 
     def cuEventElapsedTime(self, start, end):

@@ -5,8 +5,16 @@
    bytes, stream, function, each attribute and the bytes of each parameter.
    cuLaunchKernelEx cannot know the parameter sizes, so the test states them
    with fake_set_param_sizes(). The fake_* functions are driven through ctypes
-   by tests/fakecuda/__init__.py. */
+   by tests/fakecuda/__init__.py.
+
+   It also answers the rest of what a reproducer (`cubinrun repro`) calls,
+   with host memory as device memory, so a repro runs against it in another
+   process: there $FAKECUDA_PARAM_SIZES (e.g. "8,8,8,4") gives the parameter
+   sizes, every launch record is appended to $FAKECUDA_RECORD and every
+   allocation ("address size" lines) to $FAKECUDA_ALLOCATIONS. */
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda.h"
@@ -48,7 +56,7 @@ static PointerRule rules[MAX_RULES];
 static int num_rules;
 static int pointer_calls;
 static CUresult failing_result; /* what the failing launch returns */
-static int launches_before_failure; /* successful launches left before it; -1: none fails */
+static int launches_before_failure = -1; /* successful launches left before it; -1: none */
 
 void fake_reset(void) {
   num_launches = 0;
@@ -104,8 +112,28 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdevi
   return CUDA_SUCCESS;
 }
 
+static void sizes_from_environment(void) {
+  const char *text = getenv("FAKECUDA_PARAM_SIZES");
+  while (text && *text && num_param_sizes < MAX_PARAMS) {
+    char *end;
+    param_sizes[num_param_sizes++] = (uint32_t)strtoul(text, &end, 10);
+    text = *end == ',' ? end + 1 : NULL;
+  }
+}
+
+static void append_record(const char *variable, const void *data, size_t n) {
+  const char *path = getenv(variable);
+  FILE *f = path ? fopen(path, "ab") : NULL;
+  if (f) {
+    fwrite(data, 1, n, f);
+    fclose(f);
+  }
+}
+
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params,
                           void **extra) {
+  if (num_param_sizes == 0)
+    sizes_from_environment();
   if (launches_before_failure >= 0 && launches_before_failure-- == 0)
     return failing_result;
   if (config->numAttrs > MAX_ATTRS || extra != NULL)
@@ -136,5 +164,79 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **par
     memcpy(l->param_bytes + offset, params[j], param_sizes[j]);
     offset += param_sizes[j];
   }
+  append_record("FAKECUDA_RECORD", l, sizeof *l);
+  return CUDA_SUCCESS;
+}
+
+/* ---- the rest of a reproducer's calls: host memory as device memory ------ */
+
+CUresult cuInit(unsigned int flags) { return flags ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS; }
+CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  *device = ordinal;
+  return ordinal == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice device) {
+  *context = (CUcontext)(uintptr_t)0xC0;
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxSetCurrent(CUcontext context) { return CUDA_SUCCESS; }
+CUresult cuModuleLoadData(CUmodule *module, const void *image) {
+  *module = (CUmodule)(uintptr_t)0x7;
+  return memcmp(image, "\x7f" "ELF", 4) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_IMAGE;
+}
+CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const char *name) {
+  *function = (CUfunction)(uintptr_t)0xF00D;
+  return CUDA_SUCCESS;
+}
+CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attribute, CUfunction function) {
+  *value = 0;
+  return CUDA_SUCCESS;
+}
+CUresult cuFuncSetAttribute(CUfunction function, CUfunction_attribute attribute, int value) {
+  return CUDA_SUCCESS;
+}
+CUresult cuMemAlloc(CUdeviceptr *pointer, size_t nbytes) {
+  void *memory = aligned_alloc(256, (nbytes + 255) / 256 * 256);
+  if (!memory)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  *pointer = (CUdeviceptr)(uintptr_t)memory;
+  char line[64];
+  int n = snprintf(line, sizeof line, "%llu %zu\n", (unsigned long long)*pointer, nbytes);
+  append_record("FAKECUDA_ALLOCATIONS", line, (size_t)n);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemFree(CUdeviceptr pointer) {
+  free((void *)(uintptr_t)pointer);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n) {
+  memcpy((void *)(uintptr_t)dst, src, n);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n) {
+  memcpy(dst, (const void *)(uintptr_t)src, n);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemsetD8(CUdeviceptr dst, unsigned char value, size_t n) {
+  memset((void *)(uintptr_t)dst, value, n);
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamCreate(CUstream *stream, unsigned int flags) {
+  *stream = (CUstream)(uintptr_t)0x5;
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamSynchronize(CUstream stream) { return CUDA_SUCCESS; }
+CUresult cuEventCreate(CUevent *event, unsigned int flags) {
+  *event = (CUevent)(uintptr_t)0xE;
+  return CUDA_SUCCESS;
+}
+CUresult cuEventRecord(CUevent event, CUstream stream) { return CUDA_SUCCESS; }
+CUresult cuEventSynchronize(CUevent event) { return CUDA_SUCCESS; }
+CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
+  *ms = 0.003f;
+  return CUDA_SUCCESS;
+}
+CUresult cuGetErrorName(CUresult error, const char **name) {
+  *name = error == CUDA_ERROR_INVALID_IMAGE ? "CUDA_ERROR_INVALID_IMAGE" : "CUDA_ERROR_FAKE";
   return CUDA_SUCCESS;
 }

@@ -1,0 +1,41 @@
+"""`cubinrun repro SPEC -o DIR`: a standalone reproducer (C, driver API only)."""
+from __future__ import annotations
+
+import click
+
+from .common import set_option
+
+
+@click.command()
+@click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "folder", required=True, metavar="DIR",
+              type=click.Path(file_okay=False), help="Folder to write the reproducer into.")
+@set_option
+@click.option("--arch", metavar="SM", help="Target for compiling source:/ptx: kernels "
+              "(default: device 0's).")
+def repro(spec_path, folder, overrides, arch):
+    """Write a reproducer: the cubin, the inputs, the expected outputs, one C
+    file that launches the kernel through the driver API with cubinrun's exact
+    parameter bytes, and run.sh to build and run it (a C compiler and the
+    NVIDIA driver are all it needs)."""
+    from pathlib import Path
+
+    from ..debug.repro import load_kernel_for_repro, write_repro
+    from ..errors import SpecError
+    from ..prepare import needs_device_target
+    from ..text import human_bytes
+    from .common import current_arch, one_run
+    try:
+        spec, _ = one_run(spec_path, overrides, None)
+        if needs_device_target(spec) and arch is None:
+            arch = current_arch()
+        written = write_repro(load_kernel_for_repro(spec, arch), Path(folder))
+    except SpecError as error:
+        from ..spec.locate import locate
+        raise locate(error, spec_path) from None
+    inputs = sum(1 for f in written.files if f.startswith("inputs/"))
+    click.echo(f"wrote {written.folder}: kernel.cubin, {inputs} input(s) "
+              f"({human_bytes(written.input_bytes)}), expected values for "
+              f"{', '.join(written.checks) or 'no output (the spec has no check)'}, repro.c, "
+              "run.sh")
+    click.echo(f"run it with: sh {written.folder / 'run.sh'}")
