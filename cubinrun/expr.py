@@ -120,22 +120,33 @@ def result_shape(expr: Expr, shapes: Mapping[str, tuple[int, ...]]) -> tuple[int
     shape and every other name a scalar: every function is elementwise, so it is
     the broadcast of its operands' shapes. Computed without any data, for a dry
     run; ValueError when two operands do not broadcast."""
-    import numpy as np
 
     def shape(n: ast.AST) -> tuple[int, ...]:
         if isinstance(n, (ast.Name, ast.Subscript)):
             return tuple(shapes.get(_element_name(n), ()))
         if isinstance(n, ast.BinOp):
-            return np.broadcast_shapes(shape(n.left), shape(n.right))
+            return broadcast_shapes(shape(n.left), shape(n.right))
         if isinstance(n, ast.UnaryOp):
             return shape(n.operand)
         if isinstance(n, ast.Compare):
-            return np.broadcast_shapes(shape(n.left), *(shape(c) for c in n.comparators))
+            return broadcast_shapes(shape(n.left), *(shape(c) for c in n.comparators))
         if isinstance(n, ast.Call):
-            return np.broadcast_shapes(*(shape(a) for a in n.args))
+            return broadcast_shapes(*(shape(a) for a in n.args))
         return ()
 
     return tuple(shape(expr.tree.body))
+
+
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """NumPy's broadcasting rule (numpy.broadcast_shapes) without importing NumPy:
+    from the last dimension, sizes must be equal or 1. ValueError otherwise."""
+    out: list[int] = []
+    for i in range(1, max(map(len, shapes), default=0) + 1):
+        sizes = {s[-i] for s in shapes if len(s) >= i and s[-i] != 1}
+        if len(sizes) > 1:
+            raise ValueError(f"shapes {', '.join(map(str, shapes))} do not broadcast")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(reversed(out))
 
 
 def parse_expr(value: Any, *, arrays: bool = False) -> Expr:
@@ -144,6 +155,9 @@ def parse_expr(value: Any, *, arrays: bool = False) -> Expr:
         raise SpecError(f"expected a number or an expression, got {excerpt(value)}")
     if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
         raise SpecError(f"integer exceeds {MAX_INT_BITS} bits")
+    if isinstance(value, float) and not math.isfinite(value):
+        # YAML's .nan / .inf (and 1e400): their repr is a name, not a literal.
+        return Expr(repr(value), ast.Expression(body=ast.Constant(value)), frozenset(), arrays)
     source = value if isinstance(value, str) else repr(value)
     if len(source) > MAX_EXPR_CHARS:
         raise SpecError(f"expression of {len(source)} characters (at most {MAX_EXPR_CHARS}): "

@@ -81,14 +81,12 @@ from .errors import SpecError, shorten
 from .limits import MAX_NPY_HEADER_BYTES
 from .parallel import run_all
 from .pcgstream import NormalStream, Stream, uniform
-from .spec.model import BufferArg, Init
+from .spec.model import DEFAULT_UNIFORM, NORMAL_SIGMAS, BufferArg, Init
 from .spec.scalars import check_scalar_value
 
 CHUNK = 1 << 18                     # elements per block made at a time (and checked)
 FP8E4B15_MAX = 1.875
 
-DEFAULT_UNIFORM = {"float": (-1.0, 1.0), "int": (-8, 8), "uint": (0, 16), "bool": (0, 2)}
-NORMAL_SIGMAS = 6.0                 # mean +- this many std must fit the dtype
 
 # ml_dtypes' types have no .npy name: np.save writes them as anonymous bytes.
 _NON_NUMPY = ("bf16", "fp8e4nv", "fp8e5", "fp8e4b15")

@@ -36,8 +36,8 @@ def render_plan(prepared: "Prepared", console) -> None:
     from rich.table import Table
     plan = prepared.plan
     spec, launch = plan.spec, plan.spec.launch
-    console.print(f"[bold]{spec.kernel.name or '(the only kernel)'}[/bold]  "
-                  f"{spec.kernel.kind} {spec.kernel.path}")
+    console.print(f"[bold]{escape(spec.kernel.name or '(the only kernel)')}[/bold]  "
+                  f"{spec.kernel.kind} {escape(str(spec.kernel.path))}")
     grid = dims(spec.grid)
     if launch.num_ctas > 1:
         grid += f" programs ({dims(spec.launched_grid)} CTAs)"
@@ -75,7 +75,7 @@ def render_plan(prepared: "Prepared", console) -> None:
         console.print(escape(f"note: {note}"))
     console.print(f"device memory {human_bytes(plan.device_bytes)}; "
                   f"checks: {', '.join(c.output for c in spec.checks) or 'none'}; "
-                  f"launcher {prepared.launcher.__file__}")
+                  f"launcher {escape(prepared.launcher.__file__)}")
 
 
 def render_props(devices: list[dict], console) -> None:

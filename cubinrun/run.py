@@ -343,6 +343,8 @@ class _Run:
         except self.launcher.CudaCallError as exc:
             call_name, code = exc.args
             raise driver.cuda_error(call_name, code, f"kernel {self.kernel_name!r}") from None
+        except self.launcher.DriverLoadError as exc:       # the first launch opens the driver
+            raise driver.launcher_driver_error(str(exc)) from None
 
     def debug_checks(self, result: RunResult, stream: int) -> None:
         """Guard bands after the checked launch, then `--repeat`'s further launches."""

@@ -6,12 +6,22 @@ and lists come back as `LocatedDict` / `LocatedList`, plain dict and list
 subclasses that also record the 1-based line of each key or item, so errors
 can point at the line.
 
+Plain scalars are typed by the YAML 1.2 core schema, as every current YAML
+tool reads them, not by PyYAML's YAML 1.1 rules: `1e-6` and `1e3` are floats,
+`yes`, `on` and `1:30` are strings (1.1: true, true and 90), `0o17` and `0x1f`
+are integers and `.inf` / `.nan` floats. `012` is refused: 1.1 reads it as
+octal 10, 1.2 as 12, and a spec must not mean one thing to cubinrun and
+another to the tool that wrote it. PyYAML's parser (and its line numbers) is
+kept; only the table that types plain scalars is replaced, so start-up pays
+for no other library. `<<` merge keys still work.
+
 The document is bounded before anything walks it (limits.py): its size on
 disk, its nesting, its size once aliases are expanded (a "billion laughs"
 document is refused, not expanded) and the digits of its integers.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from .errors import SpecError, excerpt
@@ -40,11 +50,33 @@ class LocatedList(list):
         return self.lines[index] if index < len(self.lines) else self.line
 
 
+_INT, _FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+
+# The YAML 1.2 core schema's plain scalars (spec 1.2.2, 10.3.2), in PyYAML's
+# form: (tag, pattern, the first characters it can start with). An int is
+# tried before a float. A decimal with a leading zero matches the int pattern
+# so that its constructor can refuse it.
+_CORE_SCHEMA = (
+    ("tag:yaml.org,2002:null", r"~|null|Null|NULL|", ["~", "n", "N", ""]),
+    ("tag:yaml.org,2002:bool", r"true|True|TRUE|false|False|FALSE", "tTfF"),
+    (_INT, r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+", "-+0123456789"),
+    (_FLOAT, r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+             r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)", "-+.0123456789"),
+    ("tag:yaml.org,2002:merge", r"<<", "<"),
+)
+_DECIMAL = re.compile(r"[-+]?[0-9]+")
+_OCTAL_OR_HEX = re.compile(r"0o[0-7]+|0x[0-9a-fA-F]+")
+_FLOAT_FORMS = re.compile(_CORE_SCHEMA[3][1])
+_BOOLS = {"true": True, "True": True, "TRUE": True,
+          "false": False, "False": False, "FALSE": False}
+
+
 def _make_loader():
     import yaml
 
     class Loader(yaml.SafeLoader):
         depth = 0
+        yaml_implicit_resolvers: dict = {}
 
         def compose_node(self, parent, index):
             # PyYAML composes recursively: refuse deep nesting before Python's
@@ -84,11 +116,16 @@ def _make_loader():
         return mapping
 
     def construct_int(loader, node):
-        digits = sum(c.isdigit() for c in node.value)
-        if digits > MAX_INT_DIGITS:
-            raise SpecError(f"an integer of {digits} digits (at most {MAX_INT_DIGITS})",
+        return _core_int(node.value, node.start_mark.line + 1)
+
+    def construct_float(loader, node):
+        return _core_float(node.value, node.start_mark.line + 1)
+
+    def construct_bool(loader, node):
+        if node.value not in _BOOLS:            # `!!bool yes`: 1.2 has no such boolean
+            raise SpecError(f"{excerpt(node.value)} is not a YAML 1.2 boolean (true or false)",
                             line=node.start_mark.line + 1)
-        return yaml.SafeLoader.construct_yaml_int(loader, node)
+        return _BOOLS[node.value]
 
     def construct_sequence(loader, node):
         items = LocatedList()
@@ -100,8 +137,43 @@ def _make_loader():
 
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_sequence)
-    Loader.add_constructor("tag:yaml.org,2002:int", construct_int)
+    Loader.add_constructor(_INT, construct_int)
+    Loader.add_constructor(_FLOAT, construct_float)
+    Loader.add_constructor("tag:yaml.org,2002:bool", construct_bool)
+    for tag, pattern, first in _CORE_SCHEMA:
+        Loader.add_implicit_resolver(tag, re.compile(f"^(?:{pattern})$"), list(first))
     return Loader
+
+
+def _core_int(text: str, line: int) -> int:
+    """A YAML 1.2 integer: decimal, 0o octal or 0x hex, at most MAX_INT_DIGITS digits."""
+    digits = sum(c.isalnum() for c in text) - (2 if text[:2] in ("0o", "0x") else 0)
+    if digits > MAX_INT_DIGITS:
+        raise SpecError(f"an integer of {digits} digits (at most {MAX_INT_DIGITS})", line=line)
+    if _OCTAL_OR_HEX.fullmatch(text):
+        return int(text[2:], 8 if text[1] == "o" else 16)
+    if not _DECIMAL.fullmatch(text):            # `!!int 1:30`, `!!int 0b1`
+        raise SpecError(f"{excerpt(text)} is not a YAML 1.2 integer", line=line)
+    unsigned = text.lstrip("+-")
+    if len(unsigned) > 1 and unsigned[0] == "0":
+        decimal = text[:len(text) - len(unsigned)] + (unsigned.lstrip("0") or "0")
+        is_octal = set(unsigned) <= set("01234567")
+        octal = f", 0o{int(unsigned, 8):o} for octal" if is_octal and unsigned == text \
+            and int(unsigned) else ""
+        raise SpecError(f"{text} has a leading zero, which YAML 1.1 reads as "
+                        f"{'octal' if is_octal else 'a string'} and YAML 1.2 as decimal: write "
+                        f"{decimal} for decimal{octal}, or \"{text}\" for a string", line=line)
+    return int(text)
+
+
+def _core_float(text: str, line: int) -> float:
+    """A YAML 1.2 float (`!!float 3` too); `.inf`, `-.inf` and `.nan` included."""
+    if not _FLOAT_FORMS.fullmatch(text):
+        raise SpecError(f"{excerpt(text)} is not a YAML 1.2 float", line=line)
+    lowered = text.lower()
+    if lowered.endswith((".inf", ".nan")):
+        return float(lowered.replace(".", ""))
+    return float(text)
 
 
 def _check_expanded_size(root) -> None:

@@ -16,7 +16,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from ..cache import cache_root, write_atomically
+from ..cache import cache_root, mark_used, prune_now_and_then, write_atomically
 from ..limits import MAX_FACTS_BYTES
 from . import cubin
 from .cubin import CubinInfo
@@ -74,6 +74,7 @@ def read_cubin_cached(data: bytes, path: str | None = None) -> CubinInfo:
     except (OSError, ValueError, RecursionError):
         info = None
     if info is not None:
+        mark_used(entry)
         return dataclasses.replace(info, path=path)          # the same bytes, maybe elsewhere
     info = cubin.read_cubin(data, path)                      # SpecError for a bad cubin: not kept
     try:
@@ -81,4 +82,5 @@ def read_cubin_cached(data: bytes, path: str | None = None) -> CubinInfo:
         write_atomically(entry, json.dumps(info.to_json()).encode())
     except OSError:
         pass
+    prune_now_and_then()
     return info

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ..cache import cache_root, write_atomically
+from ..cache import cache_root, mark_used, prune_now_and_then, write_atomically
 from ..errors import BuildError, UsageError, excerpt
 
 # --- architectures -------------------------------------------------------
@@ -326,6 +326,7 @@ def _lookup(folder: Path, key: str) -> CachedCompile | None:
         compiled = CompiledCuda(cubin, meta["log"], meta["lowered_names"], meta["arch"])
     except (OSError, ValueError, RecursionError):
         return None
+    mark_used(folder / f"{key}.json")
     return CachedCompile(compiled, hit=True, path=folder / f"{key}.cubin")
 
 
@@ -341,4 +342,5 @@ def _store(folder: Path, key: str, compiled: CompiledCuda) -> CachedCompile:
         write_atomically(folder / f"{key}.json", json.dumps(meta, indent=1).encode())
     except OSError:
         return CachedCompile(compiled, hit=False, path=None)
+    prune_now_and_then()
     return CachedCompile(compiled, hit=False, path=folder / f"{key}.cubin")

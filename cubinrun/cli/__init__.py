@@ -16,24 +16,41 @@ import sys
 import click
 
 from ..errors import EXIT_USAGE, BuildError, CubinrunError, one_line
-from . import binaries, device, launch, profile, repro, results, source
-
-_debug = False
+from . import binaries, caches, device, launch, profile, repro, results, source
+from .common import JSON_BEFORE_COMMAND, Flags, everywhere_options
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cubinrun")
-@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
-def cli(debug: bool) -> None:
-    """Run one compiled CUDA kernel from a YAML spec: launch, check, time."""
-    global _debug
-    _debug = debug
+@click.option("--json", "as_json", is_flag=True,
+              help="The command's --json (it may also follow the command).")
+@click.pass_context
+def cli(ctx: click.Context, as_json: bool) -> None:
+    """Run one compiled CUDA kernel from a YAML spec: launch, check, time.
+
+    --debug, --no-color and --json work before the command and after it."""
+    if as_json and ctx.invoked_subcommand:
+        command = cli.get_command(ctx, ctx.invoked_subcommand)
+        if isinstance(command, click.Group):
+            pass                # its commands say (`cubinrun --json cache info`)
+        elif command is not None and not any(p.name == "as_json" for p in command.params):
+            raise click.UsageError(f"cubinrun {ctx.invoked_subcommand} has no --json output")
+        ctx.meta[JSON_BEFORE_COMMAND] = True
 
 
 for _command in (launch.launch, results.compare, results.plot, source.gen, device.props,
                  binaries.inspect, binaries.compile_command, binaries.init, profile.profile,
-                 repro.repro):
+                 repro.repro, caches.cache):
     cli.add_command(_command)
+
+
+def _add_everywhere_options(command: click.Command) -> None:
+    command.params.extend(everywhere_options())
+    for sub in getattr(command, "commands", {}).values():
+        _add_everywhere_options(sub)
+
+
+_add_everywhere_options(cli)
 
 
 def _print_error(error: CubinrunError) -> None:
@@ -43,10 +60,15 @@ def _print_error(error: CubinrunError) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    Flags.debug = False
+    no_color = os.environ.get("NO_COLOR")   # --no-color sets it for this command only
     try:
         code = _dispatch(argv)
     except SystemExit as done:              # a command's own exit code (launch's 1)
         code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    finally:
+        if no_color is None:
+            os.environ.pop("NO_COLOR", None)
     sys.exit(_finish_stdout(code))
 
 
@@ -54,7 +76,7 @@ def _dispatch(argv: list[str] | None) -> int:
     try:
         cli.main(args=argv, prog_name="cubinrun", standalone_mode=False)
     except CubinrunError as error:
-        if _debug:
+        if Flags.debug:
             import traceback
             traceback.print_exc()
         _print_error(error)
@@ -71,7 +93,7 @@ def _dispatch(argv: list[str] | None) -> int:
         silence_stdout()
         return 0
     except OSError as error:                # a file the OS refused to read or write
-        if _debug:
+        if Flags.debug:
             import traceback
             traceback.print_exc()
         where = f"{error.filename}: " if error.filename else ""

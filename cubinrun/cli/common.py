@@ -1,14 +1,48 @@
 """What several commands share: options, the console, argument checks."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Callable
 
 import click
 
+# ctx.meta key: `cubinrun --json CMD` (before the command) asks CMD for JSON.
+JSON_BEFORE_COMMAND = "cubinrun.json"
+
+
+class Flags:
+    """Flags accepted before the command and after it alike (`cubinrun --debug
+    launch` and `cubinrun launch --debug`): people type them in either place."""
+
+    debug = False
+
+
+def _set_debug(ctx, param, value) -> None:
+    if value:
+        Flags.debug = True
+
+
+def _set_no_color(ctx, param, value) -> None:
+    if value:           # through the environment, so rich, progress bars and workers agree
+        os.environ["NO_COLOR"] = "1"
+
+
+def everywhere_options() -> list[click.Option]:
+    """--debug and --no-color, for the group and for every command."""
+    return [click.Option(["--debug"], is_flag=True, expose_value=False, is_eager=True,
+                         callback=_set_debug, help="Show tracebacks for errors."),
+            click.Option(["--no-color"], is_flag=True, expose_value=False, is_eager=True,
+                         callback=_set_no_color, help="No colours (as NO_COLOR=1).")]
+
+
+def _json_flag(ctx, param, value) -> bool:
+    return bool(value or ctx.meta.get(JSON_BEFORE_COMMAND))
+
+
 set_option = click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
                           help="Override a var of the spec (repeatable).")
-json_option = click.option("--json", "as_json", is_flag=True,
+json_option = click.option("--json", "as_json", is_flag=True, callback=_json_flag,
                            help="Print one JSON document on stdout and nothing else there.")
 device_option = click.option("--device", type=click.IntRange(0, 2**31 - 1), default=None,
                              metavar="N",
@@ -16,7 +50,18 @@ device_option = click.option("--device", type=click.IntRange(0, 2**31 - 1), defa
 force_option = click.option("--force", is_flag=True, help="Overwrite the -o file if it exists.")
 
 
+# The width of output that is not a terminal: wide enough for any line, since
+# nothing there may be wrapped or cut.
+UNWRAPPED_WIDTH = 1 << 16
+
+
 def console(stderr: bool = False):
+    """rich's console on stdout (or stderr). Piped or redirected, it never wraps
+    or cuts a line: people copy paths and names out of logs, and rich would
+    otherwise wrap at 80 columns. Colour follows the terminal, `NO_COLOR` and
+    `--no-color`."""
+    import sys
+
     from rich.console import Console
 
     class _Console(Console):
@@ -25,7 +70,12 @@ def console(stderr: bool = False):
             # command decide (launch keeps its run's code, others exit 0).
             raise BrokenPipeError
 
-    return _Console(stderr=stderr, highlight=False)
+    out = _Console(stderr=stderr, highlight=False)
+    stream = sys.stderr if stderr else sys.stdout
+    if not (hasattr(stream, "isatty") and stream.isatty()):
+        out.width = UNWRAPPED_WIDTH
+        out.soft_wrap = True
+    return out
 
 
 def existing(path: str) -> Path:

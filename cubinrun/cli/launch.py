@@ -209,16 +209,18 @@ def _check_outputs(args: LaunchArgs) -> None:
 
 
 def _check_numbers(args: LaunchArgs) -> None:
-    """--arch and the timing budgets, before any spec is read."""
+    """--arch, the timing budgets (by the rule of the spec's bench: fields) and
+    --threshold, before any spec is read, used or not."""
     from ..errors import UsageError
-    from ..limits import MAX_BENCH_MS
+    from ..results.compare import parse_threshold
+    from ..spec.model import budget_problem
     if args.arch is not None:
         from ..binary.nvrtc import parse_arch
         parse_arch(args.arch)
     for name, value in (("warmup", args.warmup), ("rep", args.rep)):
-        if value is not None and not 0 < value <= MAX_BENCH_MS:     # NaN and infinity too
-            raise UsageError(f"--{name} must be a positive number of ms up to {MAX_BENCH_MS}, "
-                             f"got {value}")
+        if value is not None and (problem := budget_problem(value)):
+            raise UsageError(f"--{name} {problem}")
+    parse_threshold(args.threshold)
 
 
 def _check_spread(args: LaunchArgs) -> None:
@@ -371,11 +373,8 @@ def _write_outputs(records, results, exit_code, not_run, wall_s, args: LaunchArg
 
 
 def wide_console():
-    """stdout; in a CI log (not a terminal) wide enough that spec paths are not cut."""
-    out = console()
-    if not out.is_terminal:
-        out.width = 160
-    return out
+    """stdout for the table of runs (console() never wraps it when piped)."""
+    return console()
 
 
 def _print_comparison(compare: dict) -> None:
@@ -392,7 +391,7 @@ def _print_comparison(compare: dict) -> None:
 def _dry_run(tasks, args: LaunchArgs) -> None:
     from ..prepare import prepare
     from ..report import print_json, render_plan
-    from ..run import check_data
+    from ..dry_checks import check_data
     from ..spec import load_spec
     if len(tasks) == 1:
         task = tasks[0]
@@ -415,7 +414,7 @@ def _dry_run_many(tasks, args: LaunchArgs) -> int:
     from ..errors import CubinrunError, SpecError
     from ..prepare import prepare
     from ..report import print_json
-    from ..run import check_data
+    from ..dry_checks import check_data
     from ..runs.outcome import RunRecord, most_severe
     from ..spec import load_spec
     from ..spec.locate import locate

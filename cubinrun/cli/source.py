@@ -1,6 +1,7 @@
 """`cubinrun gen`: the launcher's C source for a spec or a signature."""
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -34,7 +35,7 @@ def gen(spec_path, compact, scratch, overrides, output, force):
     source = generate_source(leaf_types, scratch)
     if output:
         write_output(output, source, force)
-    elif sys.stdout.isatty():
+    elif sys.stdout.isatty() and not os.environ.get("NO_COLOR"):    # --no-color too
         from rich.syntax import Syntax
         console().print(Syntax(source, "c", theme="ansi_dark", background_color="default"))
     else:

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Sequence
 
-from ..cache import cache_root
+from ..cache import cache_root, mark_used, prune_now_and_then
 from ..errors import BuildError
 from .codegen import generate_source, module_name_for
 
@@ -91,10 +91,13 @@ def build_launcher(source: str, module_name: str) -> ModuleType:
     module = _loaded.get(path) or _import_cached(module_name, path)
     if module is None:
         _compile(source, module_name, compiler, path)
+        prune_now_and_then()
         try:
             module = _import(module_name, path)
         except ImportError as e:
             raise BuildError(f"the launcher built at {path} does not import: {e}") from None
+    elif path not in _loaded:
+        mark_used(path)                 # a hit on disk: pruning goes by the last use
     _loaded[path] = module
     return module
 

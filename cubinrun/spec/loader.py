@@ -17,14 +17,15 @@ from .. import signature as sig
 from ..dtypes import ElementType
 from ..errors import SpecError, excerpt, shorten
 from ..expr import Expr, parse_expr
-from ..limits import (MAX_ALIGN, MAX_BENCH_MS, MAX_BUFFER_BYTES, MAX_DEVICE_BYTES, MAX_NAMES,
+from ..limits import (MAX_ALIGN, MAX_BUFFER_BYTES, MAX_DEVICE_BYTES, MAX_NAMES,
                       MAX_SHARED_BYTES)
 from ..yamlload import LocatedDict, LocatedList, load_yaml_file
 from .locate import locate
 from .scalars import as_int, check_scalar_value
 from .args import ArgsBuilder, scalar_entries
 from .device_values import DEVICE_NAMES, DeviceValues, unavailable
-from .model import KERNEL_KINDS, Bench, BufferArg, Check, KernelRef, Launch, Scratch, Spec
+from .model import (KERNEL_KINDS, L2_MODES, Bench, BufferArg, Check, KernelRef, Launch,
+                    Scratch, Spec, budget_problem)
 
 TOP_LEVEL_KEYS = ("kernel", "signature", "constants", "vars", "args", "grid", "block",
                   "launch", "check", "bench", "sweep")      # sweep: read by cubinrun.runs
@@ -132,6 +133,8 @@ class _SpecBuilder:
         number = self.evaluate(value, field, parent, key)
         result = as_int(number)
         if result is None:
+            if isinstance(number, float) and (blame := self.names.blame_float(value, field)):
+                raise blame
             raise self.error(f"must be an integer, got {excerpt(number)}", field, parent, key)
         if minimum is not None and result < minimum:
             raise self.error(f"must be >= {minimum}, got {result}", field, parent, key)
@@ -443,7 +446,7 @@ class _SpecBuilder:
                 file = self.resolve_path(entry["file"], f"{field}.file", entry, "file")
             tol = {}
             for key in ("rtol", "atol"):
-                if key in entry:        # YAML 1.1 reads `1e-6` as a string: evaluate it
+                if key in entry:        # a number, or an expression (`4 * EPS`)
                     value = self.evaluate(entry[key], f"{field}.{key}", entry, key)
                     if not value >= 0:                  # NaN too
                         raise self.error(f"must be a non-negative number, got {excerpt(value)}",
@@ -464,13 +467,13 @@ class _SpecBuilder:
         for key, attr in (("warmup", "warmup_ms"), ("rep", "rep_ms")):
             if key in node:
                 value = self.evaluate(node[key], f"bench.{key}", node, key)
-                if not 0 < value <= MAX_BENCH_MS:         # NaN and infinity too
-                    raise self.error(f"must be a positive number of ms up to {MAX_BENCH_MS}, "
-                                     f"got {value}", f"bench.{key}", node, key)
+                if problem := budget_problem(value):
+                    raise self.error(problem, f"bench.{key}", node, key)
                 got[attr] = float(value)
         if "l2" in node:
-            if node["l2"] not in ("cold", "hot"):
-                raise self.error(f"must be cold or hot, got {excerpt(node['l2'])}", "bench.l2", node, "l2")
+            if node["l2"] not in L2_MODES:
+                raise self.error(f"must be {' or '.join(L2_MODES)}, got {excerpt(node['l2'])}",
+                                 "bench.l2", node, "l2")
             got["l2"] = node["l2"]
         for key in ("bytes", "flops"):
             if key in node:
@@ -592,7 +595,41 @@ class _Names:
         try:
             return check_scalar_value(dtype, result)
         except SpecError as exc:
+            if isinstance(result, float) and dtype.kind != "float" and \
+                    (blame := self.blame_float(value, field)):
+                raise blame from None
             raise self.b.error(exc.message, field, parent, key) from None
+
+    def blame_float(self, value: Any, used_in: str) -> SpecError | None:
+        """The error for a float where `used_in` needs an integer, at the var the
+        float came from: `vars: {N: 1e3}` (a float in YAML 1.2) used as a shape is
+        wrong where it was written, not where it was used. Follows vars that
+        name float vars to the first one; None when no var in `value` holds a
+        float (the expression itself made it, e.g. `N / 2`)."""
+        culprit, name, seen = None, self._float_var_in(value), set()
+        while name is not None and name not in seen:
+            seen.add(name)
+            culprit, name = name, self._float_var_in(self.raw[name][0])
+        if culprit is None:
+            return None
+        raw, field, parent, key = self.raw[culprit]
+        number = self.values[culprit]
+        literal = isinstance(raw, float) or not self.b.expr(raw, field, parent, key).names
+        fix = (f": write {int(number)}" if literal and number.is_integer()
+               else ": // divides to an integer" if "/" in str(raw) else "")
+        written = "is" if isinstance(raw, float) else f"{excerpt(raw)} is"
+        return self.b.error(f"{written} {number!r}, a float, but {used_in} needs an "
+                            f"integer{fix}", field, parent, key)
+
+    def _float_var_in(self, value: Any) -> str | None:
+        if isinstance(value, (bool, float)):
+            return None
+        try:
+            names = parse_expr(value).names
+        except SpecError:
+            return None
+        return next((n for n in sorted(names)
+                     if n in self.raw and isinstance(self.values.get(n), float)), None)
 
     def value_of(self, expr: Expr) -> int | float:
         env = _LazyEnv(self)

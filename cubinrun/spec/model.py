@@ -23,6 +23,12 @@ class KernelRef:
     arch: str | None = None         # compile target without a GPU (`source:` / `ptx:`)
 
 
+# `random`'s defaults by kind and the normal's reach (in std): hostdata draws
+# by them and dry_checks proves a dry run's checks by them.
+DEFAULT_UNIFORM = {"float": (-1.0, 1.0), "int": (-8, 8), "uint": (0, 16), "bool": (0, 2)}
+NORMAL_SIGMAS = 6.0                 # mean +- this many std must fit the dtype
+
+
 @dataclass(frozen=True)
 class Init:
     kind: str                       # one of INIT_KINDS
@@ -153,6 +159,19 @@ class Check:
     atol: float | None = None
     exact: bool = False
     nan_ok: bool = False
+
+
+L2_MODES = ("cold", "hot")
+
+
+def budget_problem(value: Any) -> str | None:
+    """What is wrong with a timing budget in ms, or None. The one rule for the
+    spec's bench.warmup / bench.rep and the command line's --warmup / --rep."""
+    from ..limits import MAX_BENCH_MS
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not 0 < value <= MAX_BENCH_MS:                   # NaN and infinity too
+        return f"must be a positive number of ms up to {MAX_BENCH_MS}, got {value}"
+    return None
 
 
 @dataclass(frozen=True)
