@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Everything that needs the GPU, in named stages, for one machine lease:
+#   bash bench/gpu_all.sh OUTDIR STAGE...
+# Stages: tests (every gpu-marked test), launch, data, suite, fidelity, debug,
+# scale, startup, sweep. Each stage's output goes to OUTDIR/<stage>.txt and
+# its JSON beside it; the last lines of each are printed as it ends. Wheels the
+# machine lacks are installed first from .whl/ (see bench/README.md).
+set -u
+out=${1:?usage: gpu_all.sh OUTDIR STAGE...}
+shift
+mkdir -p "$out"
+if compgen -G ".whl/*.whl" >/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site .whl/*.whl || exit
+    export PYTHONPATH=$PWD:/tmp/site
+else
+    export PYTHONPATH=$PWD
+fi
+export PYTHONUNBUFFERED=1
+
+stage() {   # stage NAME COMMAND...: run it, keep its output, show its end
+    local name=$1; shift
+    local start=$SECONDS
+    echo "== $name: $*"
+    "$@" >"$out/$name.txt" 2>&1
+    local rc=$?
+    tail -n 25 "$out/$name.txt"
+    echo "== $name: exit $rc after $((SECONDS - start)) s"
+}
+
+for s in "$@"; do
+    case $s in
+        tests)    stage tests python3 -m pytest -q -m gpu -p no:cacheprovider tests ;;
+        launch)   stage launch python3 bench/launch_overhead.py --rounds 15 \
+                      --json "$out/launch_overhead.json" ;;
+        data)     stage data python3 bench/data_scale.py ;;
+        data-repeat) stage data-repeat python3 bench/data_scale.py --sizes 24,28 --repeat 3 ;;
+        suite)    stage suite python3 bench/suite.py "$out" --rounds 3 ;;
+        fidelity) stage fidelity python3 bench/timing_fidelity.py "$out" ;;
+        debug)    stage debug python3 bench/debug_tools.py --runs 3 --rounds 8 ;;
+        scale)    stage scale python3 bench/scale.py "$out" --rounds 3 ;;
+        startup)  stage startup python3 bench/startup.py --runs 9 ;;
+        sweep)    stage sweep python3 -m cubinrun launch configs/vector_add.yaml \
+                      --axis "N[pow2]=[16:28:2]" --plot "$out/vector_add_sweep_h200.png" \
+                      --jsonl "$out/sweep.jsonl" ;;
+        *)        echo "unknown stage $s"; exit 2 ;;
+    esac
+done
