@@ -349,7 +349,7 @@ class _Run:
     def debug_checks(self, result: RunResult, stream: int) -> None:
         """Guard bands after the checked launch, then `--repeat`'s further launches."""
         memory = self.ready.memory
-        if memory.guards:
+        if self.options.guard:                  # also with no buffers: guarded, nothing found
             from .debug.guards import GuardReport, check_guards
             result.debug.append(GuardReport(len(memory.guards), check_guards(memory.guards)))
         if self.options.repeat > 1:

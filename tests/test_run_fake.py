@@ -373,3 +373,22 @@ def test_host_need_counts_only_what_is_kept_whole():
     need, parts = capacity.host_need(spec)
     assert need < 4 << 30                   # 12 GiB of buffers, none kept whole
     assert parts == [parts[-1]] and parts[-1].startswith("staging and workers")
+
+
+@pytest.mark.parametrize("config, override, field", [
+    ("triton_matmul.yaml", "M=500", "args.M"), ("triton_softmax.yaml", "ROWS=810", "args.n_rows")])
+def test_a_broken_specialization_is_named_before_data_that_no_longer_fits(
+        device, capsys, config, override, field):
+    """M=500 also makes matmul_a.npy the wrong shape; what the binary was
+    compiled for is the first thing to say, as in a dry run."""
+    code, _, err = run_cli(capsys, "launch", CONFIGS / config, "--set", override, "--no-bench")
+    assert code == 2 and f"{field}: {override.split('=')[1]} is not" in err, err
+    assert "not a multiple of 16" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_kernel_without_buffers_still_reports_its_guards(device, fake_libcuda, capsys):
+    fake_libcuda.set_param_sizes([])
+    code, out, _ = run_cli(capsys, "launch", "--json", "--no-bench", CONFIGS / "empty0.yaml")
+    guards = json.loads(out)["guards"]
+    assert code == 0 and guards["passed"] is True and guards["buffers"] == 0
+    assert guards["violations"] == []

@@ -84,11 +84,14 @@ class Runner:
         return self._identity
 
     def _run(self, task: RunTask):
+        from ..plan import make_plan
         from ..run import Session, check_data, prepare_early, run_spec
+        from ..specialization import check_plan
         from ..spec import load_spec
         from ..spec.device_values import DeviceValues
         device_values = DeviceValues(self._device_values, f"device {self.ordinal}")
         spec = load_spec(task.spec, task.overrides, device=device_values)
+        check_plan(make_plan(spec))         # what the binary was compiled for, before its data
         check_data(spec)                    # a bad check.expect is found before the launch
         if self.session is None:
             early = None

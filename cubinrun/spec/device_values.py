@@ -34,7 +34,7 @@ PROPS_KEYS = {"sm_count": "sm_count", "l2_bytes": "l2_bytes",
 KNOWN_GPUS: dict[str, tuple[str, dict[str, int]]] = {
     "sm_80": ("A100 SXM", {"sm_count": 108, "l2_bytes": 40 << 20,
                            "max_shared_optin": 166912, "warp_size": 32}),
-    "sm_90": ("H100 SXM / H200", {"sm_count": 132, "l2_bytes": 50 << 20,
+    "sm_90": ("H100 SXM", {"sm_count": 132, "l2_bytes": 50 << 20,   # an H200: 60 MiB
                                   "max_shared_optin": 232448, "warp_size": 32}),
 }
 
