@@ -392,3 +392,15 @@ def test_a_kernel_without_buffers_still_reports_its_guards(device, fake_libcuda,
     guards = json.loads(out)["guards"]
     assert code == 0 and guards["passed"] is True and guards["buffers"] == 0
     assert guards["violations"] == []
+
+
+def test_a_cold_budget_pays_for_the_flush_too(device, capsys):
+    """The fake's clock gives every launch 3 us, the L2 flush included, and each
+    event pair 2 us more. The estimate is a pair around 5 samples: hot 5 launches
+    (17 us), cold 10 (32 us), so a 6 ms budget takes 6000 / 3.4 and 6000 / 6.4."""
+    counts = {}
+    for l2 in ("hot", "cold"):
+        code, out, _ = run_cli(capsys, "launch", "--json", CONFIGS / "vector_add.yaml",
+                               "--l2", l2, "--rep", "6", "--warmup", "1")
+        counts[l2] = json.loads(out)["timing"]["samples"]
+    assert counts == {"hot": 1765, "cold": 938}
