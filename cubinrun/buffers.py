@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -36,6 +37,7 @@ class DeviceMemory:
     global_scratch: int = 0
     profile_scratch: int = 0
     staging: Staging | None = None
+    owns_staging: bool = True        # False: a session's, kept for its next run
     seconds: dict[str, float] = field(default_factory=dict)    # "init", "upload"
     guard: bool = False              # guard bands around each buffer (debug/guards.py)
     guards: list = field(default_factory=list)
@@ -102,7 +104,10 @@ class DeviceMemory:
 
     def free(self) -> None:
         if self.staging is not None:
-            self.staging.close()
+            if self.owns_staging:
+                self.staging.close()
+            else:
+                self.staging.reset()
             self.staging = None
         while self._allocations:
             driver.free_quietly(self._allocations.pop())
@@ -123,11 +128,13 @@ def make_host_arrays(plan: Plan) -> list[np.ndarray]:
 
 def allocate(plan: Plan, inputs: list[InputValues] | None = None,
              device_name: str = "the device", guard: bool = False,
-             repeat: int = 1) -> DeviceMemory:
+             repeat: int = 1,
+             staging: Callable[[int], Staging] | None = None) -> DeviceMemory:
     """Device buffers filled from `inputs` (made here if not given) and the scratch;
     with `guard`, each buffer between two guard bands. Refused before anything is
     allocated if they cannot fit the device (with room for `--repeat`'s copy of
-    run 1's buffers when `repeat` > 1)."""
+    run 1's buffers when `repeat` > 1). `staging(largest)`: pinned slots to
+    borrow (a session's), rather than slots made and freed for this run."""
     from .capacity import check_device
     if inputs is None:
         inputs = make_inputs(plan)
@@ -136,7 +143,8 @@ def allocate(plan: Plan, inputs: list[InputValues] | None = None,
     began = time.perf_counter()
     try:
         largest = max((b.nbytes for b in plan.spec.buffers.values()), default=0)
-        memory.staging = Staging(largest)
+        memory.staging = staging(largest) if staging else Staging(largest)
+        memory.owns_staging = staging is None
         for spec, values in zip(plan.spec.buffers.values(), inputs, strict=True):
             memory.add_buffer(spec, values)
         memory.global_scratch = memory.add_scratch(plan.global_scratch)

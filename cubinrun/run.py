@@ -148,6 +148,7 @@ class Session:
         self._timing = None
         self._binaries: dict[tuple, Any] = {}
         self._modules: dict[bytes, Any] = {}
+        self._staging = None
 
     @property
     def stream(self) -> int:
@@ -175,6 +176,16 @@ class Session:
             self._binaries[key] = load_binary(spec, arch)
         return self._binaries[key]
 
+    def staging(self, largest: int):
+        """Pinned staging slots big enough for buffers of `largest` bytes, kept from
+        run to run: pinning tens of MiB costs milliseconds each time."""
+        from .transfer import Staging
+        if self._staging is None or not self._staging.holds(largest):
+            if self._staging is not None:
+                self._staging.close()
+            self._staging = Staging(largest)
+        return self._staging
+
     def load_module(self, cubin: bytes):
         import hashlib
         key = hashlib.blake2b(cubin, digest_size=16).digest()
@@ -186,6 +197,9 @@ class Session:
         if self._timing is not None:
             self._timing.close()
             self._timing = None
+        if self._staging is not None:
+            self._staging.close()
+            self._staging = None
 
 
 def make_ready(spec: Spec, device: driver.Device, arch: str | None = None,
@@ -211,7 +225,8 @@ def make_ready(spec: Spec, device: driver.Device, arch: str | None = None,
     began = time.perf_counter()
     inputs = early.inputs if early else buffers.make_inputs(plan)
     made = (early.seconds if early else time.perf_counter() - began)
-    memory = buffers.allocate(plan, inputs, device.name, guard=guard, repeat=repeat)
+    memory = buffers.allocate(plan, inputs, device.name, guard=guard, repeat=repeat,
+                              staging=session.staging if session else None)
     try:
         values = launcher_values(plan.slots, memory)
         check_addresses(plan, values)

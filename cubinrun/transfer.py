@@ -32,6 +32,11 @@ SLOT_BYTES = 32 << 20       # ~1 ms per copy at PCIe 5 rates: the per-copy cost 
 SLOTS = 4                   # in flight: one copying, the others being made or read
 
 
+def slot_size(largest: int) -> int:
+    """A slot's bytes for buffers of up to `largest`: whole pages, at most SLOT_BYTES."""
+    return max(4096, min(SLOT_BYTES, -(-largest // 4096) * 4096))
+
+
 @dataclass
 class _Slot:
     address: int
@@ -56,7 +61,7 @@ class Staging:
     """Pinned slots of `slot_bytes` (at most SLOT_BYTES) and a stream of their own."""
 
     def __init__(self, slot_bytes: int):
-        self.slot_bytes = max(4096, min(SLOT_BYTES, -(-slot_bytes // 4096) * 4096))
+        self.slot_bytes = slot_size(slot_bytes)
         self.stream = 0
         self.slots: list[_Slot] = []
         self.waits = Waits()
@@ -70,6 +75,15 @@ class Staging:
         except BaseException:
             self.close()
             raise
+
+    def holds(self, nbytes: int) -> bool:
+        """Whether slots of this size serve buffers of up to `nbytes` as well as new ones would."""
+        return bool(self.slots) and self.slot_bytes >= slot_size(nbytes)
+
+    def reset(self) -> None:
+        """Ready for the next run: every copy landed, every reader done, waits at 0."""
+        self._drain()
+        self.waits = Waits()
 
     def elements(self, itemsize: int, multiple: int = 1) -> int:
         """Elements of `itemsize` bytes a slot holds, a multiple of `multiple` when one fits."""

@@ -404,3 +404,21 @@ def test_a_cold_budget_pays_for_the_flush_too(device, capsys):
                                "--l2", l2, "--rep", "6", "--warmup", "1")
         counts[l2] = json.loads(out)["timing"]["samples"]
     assert counts == {"hot": 1765, "cold": 938}
+
+
+def test_runs_of_one_session_share_the_pinned_staging_slots(device):
+    """Pinning costs milliseconds per MiB: a session keeps its slots from run to
+    run and makes bigger ones only for a bigger buffer."""
+    from cubinrun.run import RunOptions, Session, run_spec
+    from cubinrun.spec import load_spec
+    session = Session(driver.open_device(0))
+    options = RunOptions(bench=False, progress=False)
+    try:
+        for n in (4096, 8192, 4096):
+            run_spec(load_spec(CONFIGS / "vector_add.yaml", {"N": str(n)}), options,
+                     session=session)
+        assert device.calls.count("cuMemHostAlloc") == 8        # 4 slots, then 4 bigger
+        assert device.calls.count("cuMemFreeHost") == 4
+    finally:
+        session.close()
+    assert device.calls.count("cuMemFreeHost") == 8
