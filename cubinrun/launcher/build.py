@@ -26,7 +26,9 @@ from ..cache import cache_root, mark_used, prune_now_and_then
 from ..errors import BuildError
 from .codegen import generate_source, module_name_for
 
-CFLAGS = ("-O2", "-shared", "-fPIC")
+# No -I for Python: template.c declares the stable ABI it uses. Only the
+# module's init function is exported.
+CFLAGS = ("-O2", "-shared", "-fPIC", "-fvisibility=hidden")
 LIBS = ("-ldl",)  # the driver is opened with dlopen: no -lcuda
 
 _loaded: dict[Path, ModuleType] = {}
@@ -45,14 +47,6 @@ def find_compiler() -> list[str]:
         if path := shutil.which(name):
             return [path]
     raise BuildError("no C compiler found (cc, gcc or clang): install one or set $CC")
-
-
-def find_python_include() -> str:
-    include = sysconfig.get_paths()["include"]
-    if not os.path.isfile(os.path.join(include, "Python.h")):
-        raise BuildError(f"Python.h not found in {include}: install the Python development "
-                         "headers (e.g. python3-dev)")
-    return include
 
 
 def find_cuda_include() -> str:
@@ -79,12 +73,16 @@ def cache_key(source: str, compiler: Sequence[str]) -> str:
     stat = os.stat(real)
     parts = [source, real, str(stat.st_size), str(stat.st_mtime_ns), *compiler[1:],
              *CFLAGS, *LIBS, sys.implementation.cache_tag or "",
-             sysconfig.get_config_var("SOABI") or "", _ext_suffix(), sysconfig.get_platform()]
+             sysconfig.get_config_var("SOABI") or "", sysconfig.get_config_var("EXT_SUFFIX") or "",
+             sysconfig.get_platform()]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
 def build_launcher(source: str, module_name: str) -> ModuleType:
     """Compile (or reuse) and import the launcher; BuildError if that fails."""
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        raise BuildError("launchers use CPython's stable ABI, which a free-threaded Python "
+                         "does not have: run cubinrun with a regular CPython build")
     compiler = find_compiler()
     key = cache_key(source, compiler)
     path = cache_root() / "launchers" / f"{module_name}.{key[:24]}{_ext_suffix()}"
@@ -114,7 +112,9 @@ def load_launcher(leaf_types: Sequence[str], num_scratch: int = 0) -> ModuleType
 
 
 def _ext_suffix() -> str:
-    return sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    """The stable ABI's suffix: the file is an abi3 module (the key still holds
+    the interpreter, so each has its own entry)."""
+    return ".pyd" if os.name == "nt" else ".abi3.so"
 
 
 def _import_cached(module_name: str, path: Path) -> ModuleType | None:
@@ -157,7 +157,7 @@ def _compile(source: str, module_name: str, compiler: Sequence[str], path: Path)
     import subprocess  # only on a cache miss: start-up time matters on a hit
     import tempfile
 
-    includes = [f"-I{find_python_include()}", f"-I{find_cuda_include()}"]
+    includes = [f"-I{find_cuda_include()}"]
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
     os.close(fd)
