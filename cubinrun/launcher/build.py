@@ -4,18 +4,23 @@ The cache key covers everything that changes the binary: the source, the
 compiler (its resolved path, size and mtime: running it for a version would
 cost start-up time), the flags, the Python ABI and the platform. Entries are
 written under a temporary name and renamed, so a process never imports a
-half-written file; an entry that is truncated or does not import is rebuilt
-once. Loaded modules are also kept for the life of the process.
+half-written file; an entry whose size or digest does not match what was
+written (cache_entry.py) is never imported, and one that is damaged or does
+not import is rebuilt once. A compiler that does not finish within
+$CUBINRUN_CC_TIMEOUT seconds (120) is killed. Loaded modules are also kept for
+the life of the process.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.machinery
 import importlib.util
+import math
 import os
 import shlex
 import shutil
-import struct
+import signal
 import sys
 import sysconfig
 from pathlib import Path
@@ -23,13 +28,15 @@ from types import ModuleType
 from typing import Sequence
 
 from ..cache import cache_root, mark_used, prune_now_and_then
-from ..errors import BuildError
+from ..errors import BuildError, UsageError
+from .cache_entry import store, verified_module
 from .codegen import generate_source, module_name_for
 
 # No -I for Python: template.c declares the stable ABI it uses. Only the
 # module's init function is exported.
 CFLAGS = ("-O2", "-shared", "-fPIC", "-fvisibility=hidden")
 LIBS = ("-ldl",)  # the driver is opened with dlopen: no -lcuda
+DEFAULT_CC_TIMEOUT_S = 120.0    # a launcher compiles in about a second; zig's first run is slow
 
 _loaded: dict[Path, ModuleType] = {}
 _by_signature: dict[tuple[tuple[str, ...], int], ModuleType] = {}
@@ -85,18 +92,18 @@ def build_launcher(source: str, module_name: str) -> ModuleType:
                          "does not have: run cubinrun with a regular CPython build")
     compiler = find_compiler()
     key = cache_key(source, compiler)
-    path = cache_root() / "launchers" / f"{module_name}.{key[:24]}{_ext_suffix()}"
-    module = _loaded.get(path) or _import_cached(module_name, path)
+    prefix = cache_root() / "launchers" / f"{module_name}.{key[:24]}"
+    module = _loaded.get(prefix)
     if module is None:
-        _compile(source, module_name, compiler, path)
+        module = _import_cached(module_name, prefix)
+    if module is None:
+        path = _compile(source, module_name, compiler, prefix)
         prune_now_and_then()
         try:
             module = _import(module_name, path)
         except ImportError as e:
             raise BuildError(f"the launcher built at {path} does not import: {e}") from None
-    elif path not in _loaded:
-        mark_used(path)                 # a hit on disk: pruning goes by the last use
-    _loaded[path] = module
+    _loaded[prefix] = module
     return module
 
 
@@ -117,32 +124,20 @@ def _ext_suffix() -> str:
     return ".pyd" if os.name == "nt" else ".abi3.so"
 
 
-def _import_cached(module_name: str, path: Path) -> ModuleType | None:
-    """The cache entry, imported; None when there is none or it is damaged (then deleted)."""
-    if not path.exists():
+def _import_cached(module_name: str, prefix: Path) -> ModuleType | None:
+    """The cache entry, verified and imported; None when there is none, it is
+    damaged (never imported) or it does not import (then removed)."""
+    path = verified_module(prefix)
+    if path is None:
         return None
     try:
-        if _is_whole_elf(path):
-            return _import(module_name, path)
-    except (ImportError, OSError):
-        pass
-    path.unlink(missing_ok=True)
-    return None
-
-
-def _is_whole_elf(path: Path) -> bool:
-    """Whether the file reaches the end of its section header table, which the
-    linker writes last. A truncated library must not reach dlopen: touching
-    its missing pages kills the process with SIGBUS."""
-    with open(path, "rb") as f:
-        header = f.read(64)
-        size = os.fstat(f.fileno()).st_size
-    if len(header) < 64 or header[:5] != b"\x7fELF\x02":  # ELF64, as every CUDA host is
-        return False
-    order = "<" if header[5] == 1 else ">"
-    (section_headers,) = struct.unpack_from(order + "Q", header, 0x28)
-    entry_size, count = struct.unpack_from(order + "HH", header, 0x3A)
-    return section_headers + entry_size * count == size
+        module = _import(module_name, path)
+    except ImportError:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    mark_used(path)                     # a hit on disk: pruning goes by the last use
+    return module
 
 
 def _import(module_name: str, path: Path) -> ModuleType:
@@ -153,24 +148,70 @@ def _import(module_name: str, path: Path) -> ModuleType:
     return module
 
 
-def _compile(source: str, module_name: str, compiler: Sequence[str], path: Path) -> None:
-    import subprocess  # only on a cache miss: start-up time matters on a hit
-    import tempfile
+def compile_timeout() -> float:
+    """Seconds a launcher compile may take: $CUBINRUN_CC_TIMEOUT, else 120."""
+    text = os.environ.get("CUBINRUN_CC_TIMEOUT", "").strip()
+    if not text:
+        return DEFAULT_CC_TIMEOUT_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise UsageError(f"CUBINRUN_CC_TIMEOUT must be a number of seconds > 0, got {text[:40]!r}")
+    return seconds
+
+
+def _compile(source: str, module_name: str, compiler: Sequence[str], prefix: Path) -> Path:
+    """Compile into a partial file, then move it into the cache entry."""
+    import tempfile  # only on a cache miss: start-up time matters on a hit
 
     includes = [f"-I{find_cuda_include()}"]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    timeout = compile_timeout()
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    fd, partial = tempfile.mkstemp(dir=prefix.parent, prefix=f".{prefix.name}.", suffix=".partial")
     os.close(fd)
     command = [*compiler, *CFLAGS, *includes, "-x", "c", "-", "-o", partial, *LIBS]
     try:
-        try:
-            done = subprocess.run(command, input=source, capture_output=True, text=True)
-        except OSError as e:
-            raise BuildError(f"cannot run the C compiler {compiler[0]}: {e.strerror}") from None
-        if done.returncode != 0:
+        returncode, log = _run_compiler(command, source, timeout, module_name)
+        if returncode != 0:
             raise BuildError(f"compiling launcher {module_name} failed: {Path(compiler[0]).name} "
-                             f"exited with {done.returncode}", log=done.stderr)
-        os.replace(partial, path)
+                             f"exited with {returncode}", log=log)
+        return store(prefix, Path(partial), _ext_suffix())
     finally:
         if os.path.exists(partial):
             os.unlink(partial)
+
+
+def _run_compiler(command: list[str], source: str, timeout: float,
+                  module_name: str) -> tuple[int, str]:
+    """(exit status, stderr). A compiler still running after `timeout` seconds
+    is killed with whatever it started (it runs in a process group of its
+    own), and so is one left behind by an interrupt."""
+    import subprocess
+    name = Path(command[0]).name
+    try:
+        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True,
+                                   start_new_session=os.name != "nt")
+    except OSError as e:
+        raise BuildError(f"cannot run the C compiler {command[0]}: {e.strerror}") from None
+    try:
+        _, log = process.communicate(source, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill(process)
+        raise BuildError(f"the C compiler {name} did not finish compiling launcher {module_name} "
+                         f"within {timeout:g} s (CUBINRUN_CC_TIMEOUT sets the limit)") from None
+    except BaseException:
+        _kill(process)
+        raise
+    return process.returncode, log
+
+
+def _kill(process) -> None:
+    if os.name == "nt":
+        process.kill()
+    else:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    process.communicate()
