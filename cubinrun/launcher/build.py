@@ -35,7 +35,8 @@ from .codegen import generate_source, module_name_for
 # No -I for Python: template.c declares the stable ABI it uses. Only the
 # module's init function is exported.
 CFLAGS = ("-O2", "-shared", "-fPIC", "-fvisibility=hidden")
-LIBS = ("-ldl",)  # the driver is opened with dlopen: no -lcuda
+# The driver is opened at run time (dlopen; LoadLibrary on Windows, in kernel32): no -lcuda.
+LIBS = () if os.name == "nt" else ("-ldl",)
 DEFAULT_CC_TIMEOUT_S = 120.0    # a launcher compiles in about a second; zig's first run is slow
 
 _loaded: dict[Path, ModuleType] = {}
