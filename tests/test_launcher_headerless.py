@@ -6,10 +6,12 @@ targets; the two buffer functions are 3.11 and are exported by 3.10 too).
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
 import sysconfig
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -140,3 +142,98 @@ def test_the_windows_branch_compiles_with_mingw(tmp_path):
                            "-Wno-unused-function", f"-I{find_cuda_include()}", str(source)],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+# --- one abi3 binary, every interpreter -------------------------------------------
+
+def other_pythons() -> list[str]:
+    """CPython 3.10+ interpreters other than this one that run: those in
+    $CUBINRUN_TEST_PYTHONS (os.pathsep-separated), python3.1x on PATH, pyenv's."""
+    import glob
+    import sys
+    candidates = [p for p in os.environ.get("CUBINRUN_TEST_PYTHONS", "").split(os.pathsep) if p]
+    candidates += [p for minor in range(10, 15) if (p := shutil.which(f"python3.{minor}"))]
+    candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[0-9]*/bin/python3")))
+    found: dict[str, str] = {}
+    for python in candidates:
+        try:
+            done = subprocess.run([python, "-c", "import sys, sysconfig; print(sys.version_info[:2]"
+                                   ", sysconfig.get_config_var('Py_GIL_DISABLED'))"],
+                                  capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        version = done.stdout.strip()
+        if done.returncode == 0 and version.endswith(("None", "0")) and \
+                not version.startswith(str(sys.version_info[:2])):
+            found.setdefault(version, python)
+    return list(found.values())
+
+# Loads the launcher file given (built by this interpreter), launches it against
+# the fake driver and checks what the limited API must get right: refcounts of
+# mortal and immortal (3.12+) objects, the heap type, messages, buffers.
+CROSS_CHECK = textwrap.dedent("""
+    import gc, importlib.machinery, importlib.util, json, sys
+    path, name = sys.argv[1:3]
+    loader = importlib.machinery.ExtensionFileLoader(name, path)
+    module = importlib.util.module_from_spec(
+        importlib.util.spec_from_file_location(name, path, loader=loader))
+    loader.exec_module(module)
+    config = module.Config(0xF00D, (32,))
+    kept = 10 ** 12 + int(sys.argv[3])                 # a mortal int, not cached by CPython
+    before = sys.getrefcount(kept)
+    module.launch(config, 1, 1, 1, 0, kept, 0.5, None, bytes(16))
+    held = sys.getrefcount(kept) - before              # the slot keeps a reference
+    module.launch_n(3, config, 1, 1, 1, 0, 7, 1.5, None, bytearray(16))
+    released = sys.getrefcount(kept) - before
+    none_before = sys.getrefcount(None)
+    for i in range(20000):                              # None and small ints: immortal on 3.12+
+        module.launch(config, 1, 1, 1, 0, i % 200, float(i), None, bytes(16))
+    config_type = type(config)
+    type_refs = sys.getrefcount(config_type)
+    for i in range(1000):
+        module.Config(i, (32, 2))
+    gc.collect()
+    try:
+        module.launch(config, 1, 1, 1, 0, "x", 0.5, None, bytes(16))
+    except TypeError as e:
+        message = str(e)
+    print(json.dumps({"held": held, "released": released, "type_refs_after":
+                      sys.getrefcount(config_type) - type_refs, "message": message,
+                      "none_ok": sys.getrefcount(None) > 0 and none_before > 0,
+                      "type": f"{config_type.__module__}.{config_type.__qualname__}",
+                      "repr": repr(module.Config(1, (2,)))}))
+""")
+
+
+def test_one_abi3_launcher_runs_on_every_python_from_3_10(poisoned_cc, tmp_path):
+    """Skipped where no other CPython runs; on the CPU machine pyenv has 3.10,
+    3.12 and 3.13 (3.12 and 3.13 make None and small ints immortal)."""
+    import json
+    import sys
+
+    from fakecuda import recorded_launches, shared_fake_driver
+    others = other_pythons()
+    if not others:
+        pytest.skip("no other CPython 3.10+ found (set CUBINRUN_TEST_PYTHONS)")
+    leaf_types = ["u64", "fp32", "*fp32", "struct[i8,fp64]"]
+    name = "cubinrun_launcher_every_python"
+    module = build_launcher(generate_source(leaf_types, module_name=name), name)
+    fake = shared_fake_driver(tmp_path)
+    for python in [sys.executable, *others]:
+        record = tmp_path / f"launches-{Path(python).name}"
+        env = {"CUBINRUN_LIBCUDA": str(fake.path), "FAKECUDA_RECORD": str(record),
+               "FAKECUDA_PARAM_SIZES": "8,4,8,16", "PATH": os.environ.get("PATH", "")}
+        done = subprocess.run([python, "-c", CROSS_CHECK, module.__file__, name, "5"],
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, (python, done.returncode, done.stderr)
+        result = json.loads(done.stdout)
+        assert result == {
+            "held": 1, "released": 0, "type_refs_after": 0, "none_ok": True,
+            "message": "argument 0 (u64): expected an int, got str",
+            "type": f"{name}.Config",
+            "repr": "Config(function=0x1, block=(2, 1, 1), shared=0, num_ctas=1, cluster=None, "
+                    "cooperative=False, pdl=False)"}, python
+        launches = recorded_launches(record, [8, 4, 8, 16])    # the fake keeps the first 64
+        assert [launch.params[0] for launch in launches[:6]] == [
+            (v).to_bytes(8, "little") for v in (10 ** 12 + 5, 7, 7, 7, 0, 1)], python
+        assert launches[5].params[1:3] == [(0x3F800000).to_bytes(4, "little"), bytes(8)]
