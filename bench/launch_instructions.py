@@ -88,12 +88,10 @@ def callgrind_ir(command: list[str], env: dict, toggle: str | None) -> int:
 
 
 def build_fake_driver(folder: Path) -> Path:
-    from cubinrun.launcher.build import find_compiler, find_cuda_include
-    path = folder / "libcuda_fake.so"
-    subprocess.run([*find_compiler(), "-O2", "-shared", "-fPIC", f"-I{find_cuda_include()}",
-                    str(REPO / "tests" / "fakecuda" / "fake_libcuda.c"), "-o", str(path)],
-                   check=True)
-    return path
+    """tests/fakecuda's fake libcuda, compiled into `folder`."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from fakecuda import build_fake_driver
+    return build_fake_driver(folder).path
 
 
 def main() -> int:

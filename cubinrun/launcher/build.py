@@ -174,7 +174,7 @@ def _compile(source: str, module_name: str, compiler: Sequence[str], prefix: Pat
     os.close(fd)
     command = [*compiler, *CFLAGS, *includes, "-x", "c", "-", "-o", partial, *LIBS]
     try:
-        returncode, log = _run_compiler(command, source, timeout, module_name)
+        returncode, log = _run_compiler(command, timeout, module_name, input=source)
         if returncode != 0:
             raise BuildError(f"compiling launcher {module_name} failed: {Path(compiler[0]).name} "
                              f"exited with {returncode}", log=log)
@@ -184,21 +184,22 @@ def _compile(source: str, module_name: str, compiler: Sequence[str], prefix: Pat
             os.unlink(partial)
 
 
-def _run_compiler(command: list[str], source: str, timeout: float,
-                  module_name: str) -> tuple[int, str]:
-    """(exit status, stderr). A compiler still running after `timeout` seconds
-    is killed with whatever it started (it runs in a process group of its
-    own), and so is one left behind by an interrupt."""
+def _run_compiler(command: Sequence[str], timeout: float, module_name: str, *,
+                  input: str | None = None, cwd: str | None = None) -> tuple[int, str]:
+    """(exit status, its stderr then stdout). A compiler still running after
+    `timeout` seconds is killed with whatever it started (it runs in a process
+    group of its own), and so is one left behind by an interrupt."""
     import subprocess
     name = Path(command[0]).name
     try:
-        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True,
-                                   start_new_session=os.name != "nt")
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+            start_new_session=os.name != "nt")
     except OSError as e:
         raise BuildError(f"cannot run the C compiler {command[0]}: {e.strerror}") from None
     try:
-        _, log = process.communicate(source, timeout=timeout)
+        out, err = process.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill(process)
         raise BuildError(f"the C compiler {name} did not finish compiling launcher {module_name} "
@@ -206,13 +207,24 @@ def _run_compiler(command: list[str], source: str, timeout: float,
     except BaseException:
         _kill(process)
         raise
-    return process.returncode, log
+    return process.returncode, err + out
 
 
 def _kill(process) -> None:
+    """Kill the compiler and what it started, then reap it without waiting
+    long on pipes that a straggler may still hold."""
+    import subprocess
     if os.name == "nt":
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):   # the whole tree
+            subprocess.run(["taskkill", "/F", "/T", "/PID", str(process.pid)],
+                           capture_output=True, timeout=10)
         process.kill()
     else:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-    process.communicate()
+    try:
+        process.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.stdout.close()
+        process.stderr.close()
+        process.wait()
