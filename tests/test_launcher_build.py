@@ -274,6 +274,14 @@ def test_a_damaged_launcher_that_cannot_be_removed_is_rebuilt_under_another_name
     assert counting_cc() == 2                            # the new name is what the ref names
 
 
+def test_a_module_and_its_ref_are_one_cache_entry(counting_cc, built, tmp_path):
+    from cubinrun.cache_entries import clear, summarize
+    [launchers] = [kind for kind in summarize(tmp_path / "cache") if kind.kind.name == "launchers"]
+    assert (launchers.entries, launchers.temporary_files) == (1, 0)
+    assert clear(tmp_path / "cache", ("launchers",)).removed == {"launchers": 1}
+    assert launcher_files(tmp_path / "cache") == []
+
+
 @pytest.mark.parametrize("ref_text", ["", "garbage", "0 12 ../../etc/passwd", "0 12 other.so"])
 def test_a_damaged_or_foreign_ref_is_a_miss(tmp_path, ref_text):
     prefix = tmp_path / "cubinrun_launcher_x.0123"
