@@ -17,7 +17,7 @@ import click
 
 from ..errors import EXIT_USAGE, BuildError, CubinrunError, one_line
 from . import binaries, caches, device, launch, profile, repro, results, source
-from .common import JSON_BEFORE_COMMAND, Flags, everywhere_options
+from .common import JSON_BEFORE_COMMAND, Flags, everywhere_options, silence_stdout
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -113,14 +113,3 @@ def _finish_stdout(code: int) -> int:
         sys.stderr.write(f"error: cannot write to stdout: {error.strerror or error}\n")
         return code or EXIT_USAGE
     return code
-
-
-def silence_stdout() -> None:
-    """Point stdout at the null device, so that Python's own flush at exit does
-    not fail again on a closed pipe."""
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
-    except (OSError, ValueError, AttributeError):
-        pass                                # not a real file (a test's capture)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -150,3 +151,14 @@ def optional_value(args: list[str], option: str, takes: Callable[[str], bool],
         else:
             out.append(f"{option}={default}")
     return out
+
+
+def silence_stdout() -> None:
+    """Point stdout at the null device, so that Python's own flush at exit does
+    not fail again on a closed pipe."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass                                # not a real file (a test's capture)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import click
 
 from ..limits import MAX_REPEAT
-from .common import console, device_option, json_option, optional_value, set_option
+from .common import console, device_option, json_option, optional_value, set_option, silence_stdout
 from .sanitize import TOOLS, optional_tool
 
 
@@ -330,7 +330,6 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
                        time.perf_counter() - started, args, single)
         sys.stdout.flush()
     except BrokenPipeError:             # the reader left: the runs' exit code still counts
-        from . import silence_stdout
         silence_stdout()
     if inline and records[0].exception is not None:
         raise records[0].exception      # one run: the error line exactly as before
