@@ -84,3 +84,49 @@ def test_a_triton_spec_may_repeat_the_entry_s_launch_keys():
     spec = dict(load_yaml_file(REPO / "configs" / "triton_add.yaml"))
     spec["launch"] = {**spec.get("launch", {}), "num_stages": 3}
     assert errors(spec) == []
+
+
+# Every section of sections.py in one spec, so each can get an unknown key.
+EVERY_SECTION = """\
+kernel: {cubin: k.cubin, name: k}
+signature: {x: "*fp32", d: nvTmaDesc, n: i32}
+vars: {N: 256}
+args:
+  x: {shape: [N], init: {random: normal, seed: 1}}
+  d: {buffer: x, block: [64]}
+  n: N
+grid: [1]
+launch: {num_warps: 4, global_scratch: {size: 64}}
+check:
+  x: {expect: x, rtol: 0}
+bench: {l2: hot}
+"""
+SECTION_PATHS = {"spec": (), "kernel": ("kernel",), "launch": ("launch",),
+                 "scratch": ("launch", "global_scratch"), "buffer": ("args", "x"),
+                 "init": ("args", "x", "init"), "descriptor": ("args", "d"),
+                 "check_entry": ("check", "x"), "bench": ("bench",)}
+
+
+def test_the_spec_with_every_section_loads_and_is_valid(write_spec):
+    from cubinrun.spec import load_spec
+    path = write_spec(EVERY_SECTION)
+    load_spec(path)
+    assert errors(load_yaml_file(path)) == []
+    assert set(SECTION_PATHS) == set(sections.SECTIONS)
+
+
+@pytest.mark.parametrize("section", SECTION_PATHS)
+def test_the_loader_and_the_schema_refuse_the_same_unknown_key(write_spec, section):
+    import yaml
+
+    from cubinrun.errors import SpecError
+    from cubinrun.spec import load_spec
+    tree = yaml.safe_load(EVERY_SECTION)
+    node = tree
+    for key in SECTION_PATHS[section]:
+        node = node[key]
+    node["bogus"] = 1
+    path = write_spec(yaml.safe_dump(tree, sort_keys=False))
+    with pytest.raises(SpecError, match="unknown (top-level )?key 'bogus'"):
+        load_spec(path)
+    assert errors(load_yaml_file(path))
