@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import click
 
 from ..limits import MAX_REPEAT
-from .common import console, device_option, json_option, optional_value, set_option, silence_stdout
+from .common import (complete_specs, console, device_option, json_option, optional_value,
+                     set_option, silence_stdout)
 from .sanitize import TOOLS, optional_tool
 
 
@@ -86,7 +87,8 @@ def optional_address(args: list[str]) -> list[str]:
 
 
 @click.command(cls=_LaunchCommand)
-@click.argument("specs", metavar="SPEC...", nargs=-1, required=True, type=click.Path())
+@click.argument("specs", metavar="SPEC...", nargs=-1, required=True, type=click.Path(),
+                shell_complete=complete_specs)
 @set_option
 @click.option("--axis", "axes", multiple=True, metavar="AXIS",
               help="Sweep a var, nvbench's grammar: 'N=[1024,4096]', 'N=[2:8:2]', "
