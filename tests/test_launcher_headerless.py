@@ -201,7 +201,7 @@ CROSS_CHECK = textwrap.dedent("""
                       sys.getrefcount(config_type) - type_refs, "message": message,
                       "none_ok": sys.getrefcount(None) > 0 and none_before > 0,
                       "type": f"{config_type.__module__}.{config_type.__qualname__}",
-                      "repr": repr(module.Config(1, (2,)))}))
+                      "repr": repr(module.Config(1, (2,))).split(", ", 1)[1]}))
 """)
 
 
@@ -231,8 +231,8 @@ def test_one_abi3_launcher_runs_on_every_python_from_3_10(poisoned_cc, tmp_path)
             "held": 1, "released": 0, "type_refs_after": 0, "none_ok": True,
             "message": "argument 0 (u64): expected an int, got str",
             "type": f"{name}.Config",
-            "repr": "Config(function=0x1, block=(2, 1, 1), shared=0, num_ctas=1, cluster=None, "
-                    "cooperative=False, pdl=False)"}, python
+            "repr": "block=(2, 1, 1), shared=0, num_ctas=1, cluster=None, cooperative=False, "
+                    "pdl=False)"}, python       # function=%p is written as the platform writes it
         launches = recorded_launches(record, [8, 4, 8, 16])    # the fake keeps the first 64
         assert [launch.params[0] for launch in launches[:6]] == [
             (v).to_bytes(8, "little") for v in (10 ** 12 + 5, 7, 7, 7, 0, 1)], python
