@@ -282,7 +282,9 @@ def test_a_module_and_its_ref_are_one_cache_entry(counting_cc, built, tmp_path):
     assert launcher_files(tmp_path / "cache") == []
 
 
-@pytest.mark.parametrize("ref_text", ["", "garbage", "0 12 ../../etc/passwd", "0 12 other.so"])
+@pytest.mark.parametrize("ref_text", ["", "garbage", "0 12 ../../etc/passwd", "0 12 other.so",
+                                      "0 12 cubinrun_launcher_x.0123.so" + " " * 10 ** 6 + "x",
+                                      "\xff\xfe 1 2"])
 def test_a_damaged_or_foreign_ref_is_a_miss(tmp_path, ref_text):
     prefix = tmp_path / "cubinrun_launcher_x.0123"
     cache_entry.ref_path(prefix).write_text(ref_text)

@@ -19,6 +19,7 @@ from ..cache import write_atomically
 
 REF_SUFFIX = ".ref"
 _MAX_NAMES = 16         # names tried for one digest when earlier ones are locked
+_MAX_REF_BYTES = 512    # a ref is one short line; a damaged one is not read whole
 
 
 def ref_path(prefix: Path) -> Path:
@@ -30,7 +31,8 @@ def verified_module(prefix: Path) -> Path | None:
     """The entry's module file when the ref names one whose size and digest
     match; None when there is no entry or it is damaged (its file removed)."""
     try:
-        digest, size, name = ref_path(prefix).read_text(encoding="ascii").split()
+        with open(ref_path(prefix), "rb") as f:
+            digest, size, name = f.read(_MAX_REF_BYTES).decode("ascii").split()
         size = int(size)
     except (OSError, ValueError, UnicodeDecodeError):
         return None
