@@ -2,9 +2,10 @@
 # Everything that needs the GPU, in named stages, for one machine lease:
 #   bash bench/gpu_all.sh OUTDIR STAGE...
 # Stages: tests (every gpu-marked test), launch, data, suite, fidelity, debug,
-# scale, startup, sweep. Each stage's output goes to OUTDIR/<stage>.txt and
-# its JSON beside it; the last lines of each are printed as it ends. Wheels the
-# machine lacks are installed first from .whl/ (see bench/README.md).
+# scale, startup, sweep; ROUNDS=N sets the suite's and scale's rounds (3).
+# Each stage's output goes to OUTDIR/<stage>.txt and its JSON beside it; the
+# last lines of each are printed as it ends. Wheels the machine lacks are
+# installed first from .whl/ (see bench/README.md).
 set -u
 out=${1:?usage: gpu_all.sh OUTDIR STAGE...}
 shift
@@ -35,10 +36,10 @@ for s in "$@"; do
                       --json "$out/launch_overhead.json" ;;
         data)     stage data python3 bench/data_scale.py ;;
         data-repeat) stage data-repeat python3 bench/data_scale.py --sizes 24,28 --repeat 3 ;;
-        suite)    stage suite python3 bench/suite.py "$out" --rounds 3 ;;
+        suite)    stage suite python3 bench/suite.py "$out" --rounds ${ROUNDS:-3} ;;
         fidelity) stage fidelity python3 bench/timing_fidelity.py "$out" ;;
         debug)    stage debug python3 bench/debug_tools.py --runs 3 --rounds 8 ;;
-        scale)    stage scale python3 bench/scale.py "$out" --rounds 3 ;;
+        scale)    stage scale python3 bench/scale.py "$out" --rounds ${ROUNDS:-3} ;;
         startup)  stage startup python3 bench/startup.py --runs 9 ;;
         sweep)    stage sweep python3 -m cubinrun launch configs/vector_add.yaml \
                       --axis "N[pow2]=[16:28:2]" --plot "$out/vector_add_sweep_h200.png" \
