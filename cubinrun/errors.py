@@ -1,4 +1,4 @@
-"""Errors a user can cause, each carrying the exit code of SPEC.md section 2.
+"""Errors a user can cause, each carrying its exit code (docs/commands.md).
 
 The CLI catches `CubinrunError`, prints `str(error)` as one line on stderr and
 exits with `error.exit_code`. Anything else is a bug and keeps its traceback.

@@ -1,6 +1,6 @@
 """The spec's expression language, parsed with `ast` and evaluated by a whitelist.
 
-Grammar (SPEC.md): numbers, names (vars, scalar args and, in `check.expect`,
+Grammar (docs/spec.md): numbers, names (vars, scalar args and, in `check.expect`,
 buffer args as NumPy arrays), `+ - * / // % **`, unary `+ -`, parentheses,
 comparisons, and the calls `cdiv min max abs next_pow2 log2`; in
 `check.expect` also `sqrt exp log sin cos tanh where abs maximum minimum`.

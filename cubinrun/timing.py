@@ -1,6 +1,6 @@
 """Time a kernel with device events, without timing the host.
 
-Four pitfalls shape this (cuda-facts.md, "Timing pitfalls"):
+Four pitfalls shape this:
 
 - An event pair around a launch on an idle GPU also times the host's launch
   latency. Each batch of samples therefore starts behind a spin kernel that

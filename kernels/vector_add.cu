@@ -1,5 +1,5 @@
 // vector_add.cu: out[i] = x[i] + y[i], the hello-world of cubinrun.
-// Run by configs/vector_add.yaml (the example of SPEC.md section 1).
+// Run by configs/vector_add.yaml (the example of docs/spec.md).
 //
 // A grid-stride loop makes the result right for any grid and block size,
 // so `--set BLOCK=...` or another num_warps never leaves elements unwritten.

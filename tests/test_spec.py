@@ -1,4 +1,4 @@
-"""Spec loading: the SPEC.md example, every section's forms, and the errors a
+"""Spec loading: the docs/spec.md example, every section's forms, and the errors a
 user can cause, each naming the field and the line."""
 import math
 from pathlib import Path

@@ -3,7 +3,7 @@ imports only what it needs when it runs, so that `cubinrun --help` and the
 commands that need no GPU start fast.
 
 Data goes to stdout, diagnostics to stderr. A `CubinrunError` ends as one
-line on stderr and its exit code (SPEC.md section 2); `--debug` shows the
+line on stderr and its exit code (docs/commands.md); `--debug` shows the
 traceback too, and keeps the exit code. A reader that closes stdout early
 (`| head -1`) ends the output quietly, as other tools do on EPIPE; a stdout
 that cannot be written (`> /dev/full`) is one line and exit code 2.

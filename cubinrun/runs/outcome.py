@@ -3,8 +3,8 @@ process), and the exit code of many runs.
 
 The exit code is the most severe of all runs: a CUDA error (4) over a build
 error (3) over a spec error (2) over a failed check (1) over a regression
-(5) over success (0). SPEC.md orders 4 > 3 > 2 > 1 and puts 5 below
-"anything worse"; a wrong result is worse than a slow one, so 1 outranks 5.
+(5) over success (0). A regression ranks below anything worse than
+success: a wrong result is worse than a slow one, so 1 outranks 5.
 """
 from __future__ import annotations
 

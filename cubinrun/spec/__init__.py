@@ -1,4 +1,4 @@
-"""The kernel spec (SPEC.md section 1): typed, validated objects.
+"""The kernel spec (docs/spec.md): typed, validated objects.
 
 `load_spec` reads a YAML file into a `Spec`; everything downstream (the
 launcher, the buffers, the launch, the check, the report) reads only these
