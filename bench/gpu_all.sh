@@ -2,7 +2,8 @@
 # Everything that needs the GPU, in named stages, for one machine lease:
 #   bash bench/gpu_all.sh OUTDIR STAGE...
 # Stages: tests (every gpu-marked test), launch, data, suite, fidelity, debug,
-# scale, startup, sweep; ROUNDS=N sets the suite's and scale's rounds (3).
+# scale, startup, sweep, wheel (the built wheel, installed; needs
+# .whl/dist/cubinrun-*.whl); ROUNDS=N sets the suite's and scale's rounds (3).
 # Each stage's output goes to OUTDIR/<stage>.txt and its JSON beside it; the
 # last lines of each are printed as it ends. Wheels the machine lacks are
 # installed first from .whl/ (see bench/README.md).
@@ -44,6 +45,7 @@ for s in "$@"; do
         sweep)    stage sweep python3 -m cubinrun launch configs/vector_add.yaml \
                       --axis "N[pow2]=[16:28:2]" --plot "$out/vector_add_sweep_h200.png" \
                       --jsonl "$out/sweep.jsonl" ;;
+        wheel)    stage wheel bash bench/wheel_acceptance.sh ;;
         *)        echo "unknown stage $s"; exit 2 ;;
     esac
 done
