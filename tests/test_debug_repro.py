@@ -61,7 +61,7 @@ def write(spec_path, folder, *overrides, arch=None):
 
 
 def build(folder, *flags):
-    subprocess.run([*find_compiler(), "-std=c11", "-O1", "-Wall", "-Wextra", "-Wpedantic",
+    subprocess.run([*find_compiler().command, "-std=c11", "-O1", "-Wall", "-Wextra", "-Wpedantic",
                     "-Werror", *flags, "-o", str(folder / "repro"), str(folder / "repro.c"),
                     "-ldl", "-lm"], check=True, capture_output=True, text=True)
 

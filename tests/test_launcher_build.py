@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -101,7 +102,9 @@ def test_the_cache_key_covers_the_compiler_flags_and_source(counting_cc):
     key = cache_key("int x;", compiler)
     assert cache_key("int x;", compiler) == key
     assert cache_key("int y;", compiler) != key
-    assert cache_key("int x;", [*compiler, "-g"]) != key
+    assert cache_key("int x;", replace(compiler, command=(*compiler.command, "-g"))) != key
+    assert cache_key("int x;", replace(compiler, family="tcc")) != key
+    assert cache_key("int x;", replace(compiler, windows=not compiler.windows)) != key
     os.utime(counting_cc.wrapper, ns=(0, 12345))        # an upgraded compiler
     assert cache_key("int x;", compiler) != key
 

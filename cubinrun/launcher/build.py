@@ -13,8 +13,6 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import os
-import shlex
-import shutil
 import struct
 import sys
 import sysconfig
@@ -25,26 +23,10 @@ from typing import Sequence
 from ..cache import cache_root, mark_used, prune_now_and_then
 from ..errors import BuildError
 from .codegen import generate_source, module_name_for
-
-CFLAGS = ("-O2", "-shared", "-fPIC")
-LIBS = ("-ldl",)  # the driver is opened with dlopen: no -lcuda
+from .compilers import Compiler, find_compiler
 
 _loaded: dict[Path, ModuleType] = {}
 _by_signature: dict[tuple[tuple[str, ...], int], ModuleType] = {}
-
-
-def find_compiler() -> list[str]:
-    """The compiler command: $CC (it may carry words, e.g. "ccache gcc"), else cc, gcc or clang."""
-    if env := os.environ.get("CC", "").strip():
-        words = shlex.split(env)
-        path = shutil.which(words[0])
-        if path is None:
-            raise BuildError(f"C compiler {words[0]!r} from $CC not found")
-        return [path, *words[1:]]
-    for name in ("cc", "gcc", "clang"):
-        if path := shutil.which(name):
-            return [path]
-    raise BuildError("no C compiler found (cc, gcc or clang): install one or set $CC")
 
 
 def find_python_include() -> str:
@@ -73,12 +55,11 @@ def find_cuda_include() -> str:
                      "to a CUDA toolkit")
 
 
-def cache_key(source: str, compiler: Sequence[str]) -> str:
-    """sha256 of what shapes the binary; the compiler's stat stands in for its version."""
-    real = os.path.realpath(compiler[0])
-    stat = os.stat(real)
-    parts = [source, real, str(stat.st_size), str(stat.st_mtime_ns), *compiler[1:],
-             *CFLAGS, *LIBS, sys.implementation.cache_tag or "",
+def cache_key(source: str, compiler: Compiler) -> str:
+    """sha256 of what shapes the binary: the source, the compiler (family, target,
+    its stat standing in for its version, its command line) and the Python ABI."""
+    parts = [source, *compiler.identity(), *compiler.flags(),
+             sys.implementation.cache_tag or "",
              sysconfig.get_config_var("SOABI") or "", _ext_suffix(), sysconfig.get_platform()]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
@@ -126,7 +107,10 @@ def _import_cached(module_name: str, path: Path) -> ModuleType | None:
             return _import(module_name, path)
     except (ImportError, OSError):
         pass
-    path.unlink(missing_ok=True)
+    try:
+        path.unlink(missing_ok=True)
+    except PermissionError:     # loaded by another process on Windows: _publish keeps it
+        pass
     return None
 
 
@@ -153,24 +137,42 @@ def _import(module_name: str, path: Path) -> ModuleType:
     return module
 
 
-def _compile(source: str, module_name: str, compiler: Sequence[str], path: Path) -> None:
+def _compile(source: str, module_name: str, compiler: Compiler, path: Path) -> None:
     import subprocess  # only on a cache miss: start-up time matters on a hit
     import tempfile
 
-    includes = [f"-I{find_python_include()}", f"-I{find_cuda_include()}"]
+    includes = [find_python_include(), find_cuda_include()]
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
     os.close(fd)
-    command = [*compiler, *CFLAGS, *includes, "-x", "c", "-", "-o", partial, *LIBS]
-    try:
+    # The source goes in a file (cl.exe reads no stdin); the scratch folder also
+    # takes what MSVC and TinyCC write besides the library.
+    with tempfile.TemporaryDirectory(prefix="cubinrun-build-") as workdir:
+        source_file = os.path.join(workdir, f"{module_name}.c")
+        with open(source_file, "w") as f:
+            f.write(source)
         try:
-            done = subprocess.run(command, input=source, capture_output=True, text=True)
-        except OSError as e:
-            raise BuildError(f"cannot run the C compiler {compiler[0]}: {e.strerror}") from None
-        if done.returncode != 0:
-            raise BuildError(f"compiling launcher {module_name} failed: {Path(compiler[0]).name} "
-                             f"exited with {done.returncode}", log=done.stderr)
+            command = compiler.shared_library(source_file, partial, includes, workdir)
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, cwd=workdir)
+            except OSError as e:
+                raise BuildError(f"cannot run the C compiler {compiler.command[0]}: "
+                                 f"{e.strerror}") from None
+            if done.returncode != 0:
+                raise BuildError(f"compiling launcher {module_name} failed: "
+                                 f"{Path(compiler.command[0]).name} exited with "
+                                 f"{done.returncode}", log=done.stderr + done.stdout)
+            _publish(partial, path)
+        finally:
+            if os.path.exists(partial):
+                os.unlink(partial)
+
+
+def _publish(partial: str, path: Path) -> None:
+    """Move the new build into place. On Windows a launcher that another process
+    has loaded cannot be replaced; it was built from the same key, so it stays."""
+    try:
         os.replace(partial, path)
-    finally:
-        if os.path.exists(partial):
-            os.unlink(partial)
+    except PermissionError:
+        if not path.exists():
+            raise
