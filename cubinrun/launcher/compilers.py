@@ -91,9 +91,10 @@ class Compiler:
         return [*self.command, *flags, *sources, "-o", output]
 
 
-def find_compiler() -> Compiler:
-    """The compiler launchers are built with (order in the module docstring)."""
-    windows = sys.platform == "win32"
+def find_compiler(platform: str | None = None) -> Compiler:
+    """The compiler launchers are built with (order in the module docstring);
+    `platform` stands in for sys.platform in tests."""
+    windows = (platform or sys.platform) == "win32"
     if env := os.environ.get("CC", "").strip():
         return _from_cc(env, windows)
     for found in (_windows_candidates() if windows else _posix_candidates()):
@@ -116,7 +117,7 @@ def _from_cc(env: str, windows: bool) -> Compiler:
 
 def family_of(program: str) -> str:
     """The family a compiler's name says: cl and clang-cl take MSVC options."""
-    name = os.path.basename(program).lower()
+    name = program.replace("\\", "/").rsplit("/", 1)[-1].lower()   # either separator
     for suffix in (".exe", ".bat", ".cmd"):
         name = name.removesuffix(suffix)
     if name in ("cl", "clang-cl") or name.endswith("-cl"):
