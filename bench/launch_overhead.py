@@ -242,11 +242,18 @@ def cuda_include_dir() -> str:
         raise
 
 
+def compiler_command() -> list[str]:
+    """The launchers' C compiler as a command (find_compiler gives a list of
+    words, or a Compiler whose .command they are where compilers.py exists)."""
+    from cubinrun.launcher.build import find_compiler
+    compiler = find_compiler()
+    return list(getattr(compiler, "command", compiler))
+
+
 def build_floor(workdir: str) -> ctypes.CDLL:
     """Compile launch_overhead_floor.c into a shared library and load it."""
-    from cubinrun.launcher.build import find_compiler
     library = os.path.join(workdir, "launch_overhead_floor.so")
-    command = [*find_compiler(), "-O2", "-shared", "-fPIC", f"-I{cuda_include_dir()}",
+    command = [*compiler_command(), "-O2", "-shared", "-fPIC", f"-I{cuda_include_dir()}",
                str(FLOOR_SOURCE), "-o", library, "-ldl"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
@@ -636,8 +643,7 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             pass
     with contextlib.suppress(Exception):
-        from cubinrun.launcher.build import find_compiler
-        compiler = find_compiler()
+        compiler = compiler_command()
         done = subprocess.run([*compiler, "--version"], capture_output=True, text=True, timeout=10)
         found["cc"] = done.stdout.splitlines()[0] if done.stdout else compiler[0]
     return found

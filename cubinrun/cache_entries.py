@@ -5,8 +5,8 @@ Only files cubinrun itself names are touched, in the kind folders of the cache
 root (launchers/, nvrtc/, nvjitlink/, cubins/): the root may be any folder a
 user pointed CUBINRUN_CACHE_DIR at, so nothing else there is listed or
 removed, and links are removed as links, never followed. An entry is the files
-that share a key (an NVRTC cubin and its JSON; a launcher and, on Windows, the
-linker's files beside it); `.tmp` / `.partial` files are writes that a killed
+that share a key (an NVRTC cubin and its JSON; a launcher, the .ref naming it
+with its digest and, on Windows, the linker's files beside it); `.tmp` / `.partial` files are writes that a killed
 process left behind. A file that cannot be removed (a launcher loaded by a
 running process on Windows, a file without permission) is skipped and
 reported, never an error: the cache is only ever a copy.

@@ -31,28 +31,33 @@ def _cuda():
     return driver
 
 
-# The driver library the launchers open (template.c), unless $CUBINRUN_LIBCUDA names one.
-LIBCUDA = "libcuda.so.1"
+# The driver library the launchers open (template.c), unless $CUBINRUN_LIBCUDA
+# names one, and where cuda-python looks for it.
+WINDOWS = os.name == "nt"
+LIBCUDA = "nvcuda.dll" if WINDOWS else "libcuda.so.1"
+_DRIVER_SEARCH = "System32" if WINDOWS else "the library path (LD_LIBRARY_PATH)"
 
 
 def _no_driver_error(name: str, exc: Exception) -> CudaError:
-    """cuda-python found no driver. It looks for libcuda.so.1 on the library path
-    whatever CUBINRUN_LIBCUDA says (that variable is the launchers'), so a user
-    who set it is told which library was missing and why setting it did not help."""
+    """cuda-python found no driver. It looks for the driver library where the
+    system keeps it whatever CUBINRUN_LIBCUDA says (that variable is the
+    launchers'), so a user who set it is told which library was missing and why
+    setting it did not help."""
     message = f"no NVIDIA driver found: {name} could not load {LIBCUDA} ({exc})"
     if override := os.environ.get("CUBINRUN_LIBCUDA"):
         message += (f"; CUBINRUN_LIBCUDA={override} sets only the library launchers open: "
-                    f"cuda-python loads {LIBCUDA} from the library path (LD_LIBRARY_PATH)")
+                    f"cuda-python loads {LIBCUDA} from {_DRIVER_SEARCH}")
     return CudaError(message, call=name)
 
 
 def launcher_driver_error(why: str) -> CudaError:
     """A launcher could not open the driver library or find its symbols in it
-    (DriverLoadError, with dlerror's text): named as CUBINRUN_LIBCUDA named it."""
+    (DriverLoadError, with dlerror's or Windows' text): named as
+    CUBINRUN_LIBCUDA named it."""
     override = os.environ.get("CUBINRUN_LIBCUDA")
     library = f"{override} (CUBINRUN_LIBCUDA)" if override else LIBCUDA
     return CudaError(f"no NVIDIA driver found: the launcher could not load {library}: {why}",
-                     call="dlopen")
+                     call="LoadLibrary" if WINDOWS else "dlopen")
 
 
 def result_name(code: int) -> tuple[str, str]:

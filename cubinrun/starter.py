@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 
 from . import signature as sig
-from .aggregates import member_types
+from .signature.aggregates import member_types
 from .binary.cubin import CubinInfo, KernelInfo, ParamInfo
 from .errors import CubinrunError, UsageError
 

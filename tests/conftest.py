@@ -3,12 +3,25 @@ unless a driver and a device answer."""
 from __future__ import annotations
 
 import functools
+import os
 import textwrap
 from pathlib import Path
 
 import pytest
 
+import cubinrun
+
 REPO = Path(__file__).resolve().parent.parent
+# Where `import cubinrun` found the package: the checkout for an editable
+# install, site-packages for a wheel (.ci/wheel). Subprocesses that must run
+# the same package put this on PYTHONPATH, never REPO.
+PACKAGE_PARENT = Path(cubinrun.__file__).resolve().parent.parent
+# .ci/wheel runs the suite against the installed wheel from outside the checkout;
+# then subprocesses started in REPO (`python -m cubinrun`, cwd=REPO) must not
+# pick the checkout's package up from their working directory either.
+INSTALLED = os.environ.get("CUBINRUN_TEST_INSTALLED") == "1"
+if INSTALLED:
+    os.environ["PYTHONSAFEPATH"] = "1"
 
 
 @functools.lru_cache(maxsize=None)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cubinrun.aggregates import (ArrayType, StructType, fields, offsets, parse_aggregate,
+from cubinrun.signature.aggregates import (ArrayType, StructType, fields, offsets, parse_aggregate,
                                  size_align)
 from cubinrun.errors import SpecError
 from cubinrun.launcher.build import find_compiler

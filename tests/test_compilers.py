@@ -128,10 +128,11 @@ def test_command_lines_per_family(monkeypatch):
                         lambda c, w: os.path.join(w, "python313.lib"))
     args = ("k.c", "out.pyd", ["inc"], "work")
     linux = Compiler(GCC, ("/usr/bin/gcc",), "PATH", False).shared_library(*args)
-    assert linux == ["/usr/bin/gcc", "-O2", "-shared", "-fPIC", "-Iinc", "k.c", "-o", "out.pyd",
-                     "-ldl"]
+    assert linux == ["/usr/bin/gcc", "-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-Iinc",
+                     "k.c", "-o", "out.pyd", "-ldl"]
     mingw = Compiler(GCC, ("gcc",), "PATH", True).shared_library(*args)
-    assert mingw == ["gcc", "-O2", "-shared", "-Iinc", "k.c", "-o", "out.pyd", str(dll)]
+    assert mingw == ["gcc", "-O2", "-shared", "-fvisibility=hidden", "-Iinc", "k.c", "-o",
+                     "out.pyd", str(dll)]
     tcc = Compiler(TCC, ("tcc",), "triton-windows", True).shared_library(*args)
     assert tcc == ["tcc", "-O2", "-shared", "-Iinc", "k.c", "-o", "out.pyd",
                    os.path.join("work", "python313.def")]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cubinrun.aggregates import size_align
+from cubinrun.signature.aggregates import size_align
 from cubinrun.binary.cubin import ParamInfo, load_cubin
 from cubinrun.signature import parse_type
 from cubinrun.starter import guess_type

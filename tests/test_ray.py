@@ -17,6 +17,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import PACKAGE_PARENT
 from test_run_fake import device, fake_libcuda, run_cli  # noqa: F401 (fixtures)
 from test_runs import CONFIGS, FAST, REPO, passing, spec_copy, workers  # noqa: F401
 from test_scale import comparable, fake_uuid
@@ -27,7 +28,7 @@ ray = pytest.importorskip("ray")
 
 ENV = {"FAKECUDA_DEVICES": "2", "FAKECUDA_CRASH": "fault_kernel",
        "RAY_memory_monitor_refresh_ms": "0",           # where Ray lives (--target) stays too:
-       "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), str(REPO),
+       "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), str(PACKAGE_PARENT),
                                       *filter(None, os.environ.get("PYTHONPATH", "")
                                               .split(os.pathsep))])}
 

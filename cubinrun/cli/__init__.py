@@ -16,8 +16,8 @@ import sys
 import click
 
 from ..errors import EXIT_USAGE, BuildError, CubinrunError, one_line
-from . import binaries, caches, device, launch, profile, repro, results, source
-from .common import JSON_BEFORE_COMMAND, Flags, everywhere_options
+from . import binaries, caches, device, launch, profile, repro, results, schema, source
+from .common import JSON_BEFORE_COMMAND, Flags, everywhere_options, silence_stdout
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -40,7 +40,7 @@ def cli(ctx: click.Context, as_json: bool) -> None:
 
 for _command in (launch.launch, results.compare, results.plot, source.gen, device.props,
                  binaries.inspect, binaries.compile_command, binaries.init, profile.profile,
-                 repro.repro, caches.cache):
+                 repro.repro, caches.cache, schema.schema):
     cli.add_command(_command)
 
 
@@ -113,14 +113,3 @@ def _finish_stdout(code: int) -> int:
         sys.stderr.write(f"error: cannot write to stdout: {error.strerror or error}\n")
         return code or EXIT_USAGE
     return code
-
-
-def silence_stdout() -> None:
-    """Point stdout at the null device, so that Python's own flush at exit does
-    not fail again on a closed pipe."""
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
-    except (OSError, ValueError, AttributeError):
-        pass                                # not a real file (a test's capture)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -78,6 +79,30 @@ def console(stderr: bool = False):
     return out
 
 
+def complete_specs(ctx, param, incomplete: str) -> list:
+    """Shell completion of a SPEC argument: the YAML files and folders that
+    start with what was typed (a folder is a valid SPEC for launch, and the way
+    to the specs in it). Hidden entries only when a dot was typed."""
+    from click.shell_completion import CompletionItem
+    folder, _, start = incomplete.rpartition("/")
+    base = Path(folder + "/" if folder or incomplete.startswith("/") else ".")
+    try:
+        entries = sorted(base.iterdir())
+    except OSError:
+        return []
+    out = []
+    for entry in entries:
+        name = entry.name
+        if not name.startswith(start) or (name.startswith(".") and not start.startswith(".")):
+            continue
+        typed = f"{folder}/{name}" if folder or incomplete.startswith("/") else name
+        if entry.is_dir():
+            out.append(CompletionItem(typed + "/"))
+        elif entry.suffix in (".yaml", ".yml"):
+            out.append(CompletionItem(typed))
+    return out
+
+
 def existing(path: str) -> Path:
     """`path` as a Path; a usage error (exit 2) when nothing is there."""
     from ..errors import UsageError
@@ -150,3 +175,14 @@ def optional_value(args: list[str], option: str, takes: Callable[[str], bool],
         else:
             out.append(f"{option}={default}")
     return out
+
+
+def silence_stdout() -> None:
+    """Point stdout at the null device, so that Python's own flush at exit does
+    not fail again on a closed pipe."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass                                # not a real file (a test's capture)

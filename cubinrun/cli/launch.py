@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import click
 
 from ..limits import MAX_REPEAT
-from .common import console, device_option, json_option, optional_value, set_option
+from .common import (complete_specs, console, device_option, json_option, optional_value,
+                     set_option, silence_stdout)
 from .sanitize import TOOLS, optional_tool
 
 
@@ -86,7 +87,8 @@ def optional_address(args: list[str]) -> list[str]:
 
 
 @click.command(cls=_LaunchCommand)
-@click.argument("specs", metavar="SPEC...", nargs=-1, required=True, type=click.Path())
+@click.argument("specs", metavar="SPEC...", nargs=-1, required=True, type=click.Path(),
+                shell_complete=complete_specs)
 @set_option
 @click.option("--axis", "axes", multiple=True, metavar="AXIS",
               help="Sweep a var, nvbench's grammar: 'N=[1024,4096]', 'N=[2:8:2]', "
@@ -330,7 +332,6 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
                        time.perf_counter() - started, args, single)
         sys.stdout.flush()
     except BrokenPipeError:             # the reader left: the runs' exit code still counts
-        from . import silence_stdout
         silence_stdout()
     if inline and records[0].exception is not None:
         raise records[0].exception      # one run: the error line exactly as before

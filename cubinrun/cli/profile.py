@@ -5,11 +5,12 @@ import sys
 
 import click
 
-from .common import console, device_option, json_option, set_option
+from .common import complete_specs, console, device_option, json_option, set_option
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
-@click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False))
+@click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False),
+                shell_complete=complete_specs)
 @click.argument("ncu_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- NCU_ARGS...]")
 @set_option
 @device_option

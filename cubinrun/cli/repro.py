@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import click
 
-from .common import set_option
+from .common import complete_specs, set_option
 
 
 @click.command()
-@click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False))
+@click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False),
+                shell_complete=complete_specs)
 @click.option("-o", "--output", "folder", required=True, metavar="DIR",
               type=click.Path(file_okay=False), help="Folder to write the reproducer into.")
 @set_option

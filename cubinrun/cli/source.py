@@ -6,11 +6,12 @@ import sys
 
 import click
 
-from .common import console, force_option, set_option, write_output
+from .common import complete_specs, console, force_option, set_option, write_output
 
 
 @click.command()
-@click.argument("spec_path", metavar="[SPEC]", required=False, type=click.Path(dir_okay=False))
+@click.argument("spec_path", metavar="[SPEC]", required=False,
+                type=click.Path(dir_okay=False), shell_complete=complete_specs)
 @click.option("--signature", "compact", metavar="TYPES",
               help='A signature instead of a spec, e.g. "*fp32,*fp32,i32".')
 @click.option("--scratch", type=click.IntRange(0, 2), default=0,

@@ -4,16 +4,21 @@ The cache key covers everything that changes the binary: the source, the
 compiler (its resolved path, size and mtime: running it for a version would
 cost start-up time), the flags, the Python ABI and the platform. Entries are
 written under a temporary name and renamed, so a process never imports a
-half-written file; an entry that is truncated or does not import is rebuilt
-once. Loaded modules are also kept for the life of the process.
+half-written file; an entry whose size or digest does not match what was
+written (cache_entry.py) is never imported, and one that is damaged or does
+not import is rebuilt once. A compiler that does not finish within
+$CUBINRUN_CC_TIMEOUT seconds (120) is killed. Loaded modules are also kept for
+the life of the process.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.machinery
 import importlib.util
+import math
 import os
-import struct
+import signal
 import sys
 import sysconfig
 from pathlib import Path
@@ -21,20 +26,15 @@ from types import ModuleType
 from typing import Sequence
 
 from ..cache import cache_root, mark_used, prune_now_and_then
-from ..errors import BuildError
+from ..errors import BuildError, UsageError
+from .cache_entry import store, verified_module
 from .codegen import generate_source, module_name_for
 from .compilers import Compiler, find_compiler
 
+DEFAULT_CC_TIMEOUT_S = 120.0    # a launcher compiles in about a second; zig's first run is slow
+
 _loaded: dict[Path, ModuleType] = {}
 _by_signature: dict[tuple[tuple[str, ...], int], ModuleType] = {}
-
-
-def find_python_include() -> str:
-    include = sysconfig.get_paths()["include"]
-    if not os.path.isfile(os.path.join(include, "Python.h")):
-        raise BuildError(f"Python.h not found in {include}: install the Python development "
-                         "headers (e.g. python3-dev)")
-    return include
 
 
 def find_cuda_include() -> str:
@@ -57,29 +57,32 @@ def find_cuda_include() -> str:
 
 def cache_key(source: str, compiler: Compiler) -> str:
     """sha256 of what shapes the binary: the source, the compiler (family, target,
-    its stat standing in for its version, its command line) and the Python ABI."""
-    parts = [source, *compiler.identity(), *compiler.flags(),
-             sys.implementation.cache_tag or "",
-             sysconfig.get_config_var("SOABI") or "", _ext_suffix(), sysconfig.get_platform()]
+    its stat standing in for its version, its options) and the Python ABI."""
+    parts = [source, *compiler.identity(), *compiler.flags(), sys.implementation.cache_tag or "",
+             sysconfig.get_config_var("SOABI") or "", sysconfig.get_config_var("EXT_SUFFIX") or "",
+             sysconfig.get_platform()]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
 def build_launcher(source: str, module_name: str) -> ModuleType:
     """Compile (or reuse) and import the launcher; BuildError if that fails."""
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        raise BuildError("launchers use CPython's stable ABI, which a free-threaded Python "
+                         "does not have: run cubinrun with a regular CPython build")
     compiler = find_compiler()
     key = cache_key(source, compiler)
-    path = cache_root() / "launchers" / f"{module_name}.{key[:24]}{_ext_suffix()}"
-    module = _loaded.get(path) or _import_cached(module_name, path)
+    prefix = cache_root() / "launchers" / f"{module_name}.{key[:24]}"
+    module = _loaded.get(prefix)
     if module is None:
-        _compile(source, module_name, compiler, path)
+        module = _import_cached(module_name, prefix)
+    if module is None:
+        path = _compile(source, module_name, compiler, prefix)
         prune_now_and_then()
         try:
             module = _import(module_name, path)
         except ImportError as e:
             raise BuildError(f"the launcher built at {path} does not import: {e}") from None
-    elif path not in _loaded:
-        mark_used(path)                 # a hit on disk: pruning goes by the last use
-    _loaded[path] = module
+    _loaded[prefix] = module
     return module
 
 
@@ -95,38 +98,25 @@ def load_launcher(leaf_types: Sequence[str], num_scratch: int = 0) -> ModuleType
 
 
 def _ext_suffix() -> str:
-    return sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    """The stable ABI's suffix: the file is an abi3 module (the key still holds
+    the interpreter, so each has its own entry)."""
+    return ".pyd" if os.name == "nt" else ".abi3.so"
 
 
-def _import_cached(module_name: str, path: Path) -> ModuleType | None:
-    """The cache entry, imported; None when there is none or it is damaged (then deleted)."""
-    if not path.exists():
+def _import_cached(module_name: str, prefix: Path) -> ModuleType | None:
+    """The cache entry, verified and imported; None when there is none, it is
+    damaged (never imported) or it does not import (then removed)."""
+    path = verified_module(prefix)
+    if path is None:
         return None
     try:
-        if _is_whole_elf(path):
-            return _import(module_name, path)
-    except (ImportError, OSError):
-        pass
-    try:
-        path.unlink(missing_ok=True)
-    except PermissionError:     # loaded by another process on Windows: _publish keeps it
-        pass
-    return None
-
-
-def _is_whole_elf(path: Path) -> bool:
-    """Whether the file reaches the end of its section header table, which the
-    linker writes last. A truncated library must not reach dlopen: touching
-    its missing pages kills the process with SIGBUS."""
-    with open(path, "rb") as f:
-        header = f.read(64)
-        size = os.fstat(f.fileno()).st_size
-    if len(header) < 64 or header[:5] != b"\x7fELF\x02":  # ELF64, as every CUDA host is
-        return False
-    order = "<" if header[5] == 1 else ">"
-    (section_headers,) = struct.unpack_from(order + "Q", header, 0x28)
-    entry_size, count = struct.unpack_from(order + "HH", header, 0x3A)
-    return section_headers + entry_size * count == size
+        module = _import(module_name, path)
+    except ImportError:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    mark_used(path)                     # a hit on disk: pruning goes by the last use
+    return module
 
 
 def _import(module_name: str, path: Path) -> ModuleType:
@@ -137,42 +127,88 @@ def _import(module_name: str, path: Path) -> ModuleType:
     return module
 
 
-def _compile(source: str, module_name: str, compiler: Compiler, path: Path) -> None:
-    import subprocess  # only on a cache miss: start-up time matters on a hit
-    import tempfile
-
-    includes = [find_python_include(), find_cuda_include()]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-    os.close(fd)
-    # The source goes in a file (cl.exe reads no stdin); the scratch folder also
-    # takes what MSVC and TinyCC write besides the library.
-    with tempfile.TemporaryDirectory(prefix="cubinrun-build-") as workdir:
-        source_file = os.path.join(workdir, f"{module_name}.c")
-        with open(source_file, "w") as f:
-            f.write(source)
-        try:
-            command = compiler.shared_library(source_file, partial, includes, workdir)
-            try:
-                done = subprocess.run(command, capture_output=True, text=True, cwd=workdir)
-            except OSError as e:
-                raise BuildError(f"cannot run the C compiler {compiler.command[0]}: "
-                                 f"{e.strerror}") from None
-            if done.returncode != 0:
-                raise BuildError(f"compiling launcher {module_name} failed: "
-                                 f"{Path(compiler.command[0]).name} exited with "
-                                 f"{done.returncode}", log=done.stderr + done.stdout)
-            _publish(partial, path)
-        finally:
-            if os.path.exists(partial):
-                os.unlink(partial)
-
-
-def _publish(partial: str, path: Path) -> None:
-    """Move the new build into place. On Windows a launcher that another process
-    has loaded cannot be replaced; it was built from the same key, so it stays."""
+def compile_timeout() -> float:
+    """Seconds a launcher compile may take: $CUBINRUN_CC_TIMEOUT, else 120."""
+    text = os.environ.get("CUBINRUN_CC_TIMEOUT", "").strip()
+    if not text:
+        return DEFAULT_CC_TIMEOUT_S
     try:
-        os.replace(partial, path)
-    except PermissionError:
-        if not path.exists():
-            raise
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise UsageError(f"CUBINRUN_CC_TIMEOUT must be a number of seconds > 0, got {text[:40]!r}")
+    return seconds
+
+
+def _compile(source: str, module_name: str, compiler: Compiler, prefix: Path) -> Path:
+    """Compile into a partial file, then move it into the cache entry. The
+    source goes in a file (cl.exe reads no stdin), in a scratch folder that also
+    takes what MSVC and TinyCC write besides the library."""
+    import tempfile  # only on a cache miss: start-up time matters on a hit
+
+    includes = [find_cuda_include()]
+    timeout = compile_timeout()
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    fd, partial = tempfile.mkstemp(dir=prefix.parent, prefix=f".{prefix.name}.", suffix=".partial")
+    os.close(fd)
+    try:
+        with tempfile.TemporaryDirectory(prefix="cubinrun-build-") as workdir:
+            source_file = os.path.join(workdir, f"{module_name}.c")
+            with open(source_file, "w") as f:
+                f.write(source)
+            command = compiler.shared_library(source_file, partial, includes, workdir)
+            returncode, log = _run_compiler(command, timeout, module_name, cwd=workdir)
+        if returncode != 0:
+            raise BuildError(f"compiling launcher {module_name} failed: "
+                             f"{Path(compiler.command[0]).name} exited with {returncode}", log=log)
+        return store(prefix, Path(partial), _ext_suffix())
+    finally:
+        if os.path.exists(partial):
+            os.unlink(partial)
+
+
+def _run_compiler(command: Sequence[str], timeout: float, module_name: str, *,
+                  input: str | None = None, cwd: str | None = None) -> tuple[int, str]:
+    """(exit status, its stderr then stdout). A compiler still running after
+    `timeout` seconds is killed with whatever it started (it runs in a process
+    group of its own), and so is one left behind by an interrupt."""
+    import subprocess
+    name = Path(command[0]).name
+    try:
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+            start_new_session=os.name != "nt")
+    except OSError as e:
+        raise BuildError(f"cannot run the C compiler {command[0]}: {e.strerror}") from None
+    try:
+        out, err = process.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill(process)
+        raise BuildError(f"the C compiler {name} did not finish compiling launcher {module_name} "
+                         f"within {timeout:g} s (CUBINRUN_CC_TIMEOUT sets the limit)") from None
+    except BaseException:
+        _kill(process)
+        raise
+    return process.returncode, err + out
+
+
+def _kill(process) -> None:
+    """Kill the compiler and what it started, then reap it without waiting
+    long on pipes that a straggler may still hold."""
+    import subprocess
+    if os.name == "nt":
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):   # the whole tree
+            subprocess.run(["taskkill", "/F", "/T", "/PID", str(process.pid)],
+                           capture_output=True, timeout=10)
+        process.kill()
+    else:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    try:
+        process.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.stdout.close()
+        process.stderr.close()
+        process.wait()

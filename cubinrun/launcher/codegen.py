@@ -71,7 +71,7 @@ def _storage(leaf_type: str) -> tuple[str, str]:
 
 def _by_value(leaf_type: str) -> tuple[int, int] | None:
     """(size, alignment) of a struct, array or vector type, else None."""
-    from ..aggregates import aggregate_of, size_align
+    from ..signature.aggregates import aggregate_of, size_align
     from ..errors import SpecError
     try:
         aggregate = aggregate_of(leaf_type)

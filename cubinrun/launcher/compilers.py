@@ -56,24 +56,28 @@ class Compiler:
             words.append(_package_version("ziglang"))
         return words
 
-    def flags(self, optimize: str = "-O2") -> list[str]:
+    def flags(self, optimize: str = "-O2", extension: bool = True) -> list[str]:
         """The options of a shared-library build (a cache key includes them)."""
         if self.family == MSVC:
             return ["/nologo", "/O2", "/LD"]
-        return [optimize, "-shared"] + ([] if self.windows else ["-fPIC"])
+        flags = [optimize, "-shared"] + ([] if self.windows else ["-fPIC"])
+        # An extension exports PyInit_* only (template.c marks it); tcc has no -fvisibility.
+        return flags + (["-fvisibility=hidden"] if extension and self.family == GCC else [])
 
     def shared_library(self, source: str, output: str, includes: Sequence[str],
                        workdir: str, optimize: str = "-O2", link_python: bool = True) -> list[str]:
         """The command that compiles C file `source` into the shared library `output`.
         `workdir` is a scratch folder for what the toolchain writes besides it;
-        on Windows the library links python3XY.dll unless `link_python` is false."""
+        a library that is no Python extension (`link_python` false, the fake
+        driver) exports all its functions and, on Windows, links no python3XY.dll."""
         if self.family == MSVC:
             return [*self.command, *self.flags(), *(f"/I{d}" for d in includes),
                     source, f"/Fe{output}", f"/Fo{os.path.join(workdir, 'launcher.obj')}",
                     "/link", f"/IMPLIB:{os.path.join(workdir, 'launcher.lib')}",
                     *([python_import_library(self, workdir)]
                       if self.windows and link_python else [])]
-        command = [*self.command, *self.flags(optimize), *(f"-I{d}" for d in includes),
+        command = [*self.command, *self.flags(optimize, link_python),
+                   *(f"-I{d}" for d in includes),
                    source, "-o", output]
         if not self.windows:
             return command + ["-ldl"]   # the driver is opened with dlopen: no -lcuda

@@ -8,19 +8,225 @@
    scratch pointers). launch() converts the arguments straight into their C
    storage, or copies them when a slot gets the same immutable object as last
    time, and calls cuLaunchKernelEx; launch_n() releases the GIL for its loop.
-   The driver is opened with dlopen at first need, so the module imports on a
-   machine that has none; cuda.h is used for types and enums only. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+   The driver is opened at first need (dlopen, or LoadLibrary on Windows), so
+   the module imports on a machine that has none; cuda.h is used for types and
+   enums only.
 
-#include <dlfcn.h>
+   It needs no Python headers: the part of CPython's stable ABI (abi3) it uses
+   is declared below, so one source builds on Linux without python3-dev and on
+   Windows with an embeddable Python that ships no include/ folder. */
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _WIN32
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+#else
+#include <dlfcn.h>
+#endif
+
 #include "cuda.h"
+
+/* ---- CPython's stable ABI, as much of it as this file uses ----------------
+   Every function and data symbol declared with API_FUNC / API_DATA is in the
+   stable ABI of CPython 3.10 (PyObject_GetBuffer and PyBuffer_Release: 3.11;
+   3.10 exports them too, only its python3.dll lacks them), and every type
+   and constant has the layout and value the limited API fixes for 3.10 and
+   later. Free-threaded builds have another object header: build.py refuses
+   them. */
+#ifdef _WIN32
+#define API_IMPORT __declspec(dllimport)
+#define PyMODINIT_FUNC __declspec(dllexport) PyObject *
+#else
+#define API_IMPORT
+#define PyMODINIT_FUNC __attribute__((visibility("default"))) PyObject *
+#endif
+#define API_FUNC(RTYPE) API_IMPORT RTYPE
+#define API_DATA(TYPE) extern API_IMPORT TYPE
+
+_Static_assert(sizeof(void *) == 8, "a 64-bit CPython is assumed (object header, refcounts)");
+
+typedef ptrdiff_t Py_ssize_t;
+typedef struct PyTypeObject PyTypeObject;   /* opaque in the limited API */
+typedef struct PyThreadState PyThreadState; /* opaque */
+typedef struct PyObject {
+  Py_ssize_t ob_refcnt;
+  PyTypeObject *ob_type;
+} PyObject;
+#define PyObject_HEAD PyObject ob_base;
+
+typedef PyObject *(*PyCFunction)(PyObject *, PyObject *);
+typedef PyObject *(*getter)(PyObject *, void *);
+typedef int (*setter)(PyObject *, PyObject *, void *);
+typedef struct PyMethodDef {
+  const char *ml_name;
+  PyCFunction ml_meth;
+  int ml_flags;
+  const char *ml_doc;
+} PyMethodDef;
+#define METH_FASTCALL 0x0080
+typedef struct PyGetSetDef {
+  const char *name;
+  getter get;
+  setter set;
+  const char *doc;
+  void *closure;
+} PyGetSetDef;
+typedef struct PyModuleDef_Base {
+  PyObject ob_base;
+  PyObject *(*m_init)(void);
+  Py_ssize_t m_index;
+  PyObject *m_copy;
+} PyModuleDef_Base;
+#define PyModuleDef_HEAD_INIT { {1, NULL}, NULL, 0, NULL }
+typedef struct PyModuleDef {
+  PyModuleDef_Base m_base;
+  const char *m_name;
+  const char *m_doc;
+  Py_ssize_t m_size;
+  PyMethodDef *m_methods;
+  void *m_slots, *m_traverse, *m_clear, *m_free; /* unused here */
+} PyModuleDef;
+#define PYTHON_ABI_VERSION 3 /* PyModule_Create2's api version for abi3 */
+typedef struct PyType_Slot {
+  int slot;
+  void *pfunc;
+} PyType_Slot;
+typedef struct PyType_Spec {
+  const char *name;
+  int basicsize;
+  int itemsize;
+  unsigned int flags;
+  PyType_Slot *slots;
+} PyType_Spec;
+#define Py_tp_doc 56
+#define Py_tp_new 65
+#define Py_tp_repr 66
+#define Py_tp_getset 73
+#define Py_TPFLAGS_DEFAULT (1UL << 18) /* Py_TPFLAGS_HAVE_VERSION_TAG */
+#define Py_TPFLAGS_LONG_SUBCLASS (1UL << 24)
+#define Py_TPFLAGS_LIST_SUBCLASS (1UL << 25)
+#define Py_TPFLAGS_TUPLE_SUBCLASS (1UL << 26)
+typedef struct Py_buffer {
+  void *buf;
+  PyObject *obj;
+  Py_ssize_t len;
+  Py_ssize_t itemsize;
+  int readonly;
+  int ndim;
+  char *format;
+  Py_ssize_t *shape;
+  Py_ssize_t *strides;
+  Py_ssize_t *suboffsets;
+  void *internal;
+} Py_buffer;
+#define PyBUF_C_CONTIGUOUS 0x0038 /* 0x0020 | PyBUF_STRIDES */
+
+API_DATA(PyObject) _Py_NoneStruct;
+API_DATA(PyTypeObject) PyLong_Type;
+API_DATA(PyTypeObject) PyFloat_Type;
+API_DATA(PyTypeObject) PyBool_Type;
+API_DATA(PyObject *) PyExc_AttributeError;
+API_DATA(PyObject *) PyExc_OverflowError;
+API_DATA(PyObject *) PyExc_RuntimeError;
+API_DATA(PyObject *) PyExc_TypeError;
+API_DATA(PyObject *) PyExc_ValueError;
+
+API_FUNC(PyObject *) PyErr_Format(PyObject *exception, const char *format, ...);
+API_FUNC(void) PyErr_SetString(PyObject *exception, const char *message);
+API_FUNC(void) PyErr_SetObject(PyObject *exception, PyObject *value);
+API_FUNC(PyObject *) PyErr_Occurred(void);
+API_FUNC(void) PyErr_Clear(void);
+API_FUNC(int) PyErr_ExceptionMatches(PyObject *exception);
+API_FUNC(PyObject *) PyErr_NewExceptionWithDoc(const char *name, const char *doc,
+                                               PyObject *base, PyObject *dict);
+API_FUNC(void) Py_DecRef(PyObject *o);
+API_FUNC(unsigned long) PyType_GetFlags(PyTypeObject *type);
+API_FUNC(PyObject *) PyType_FromSpec(PyType_Spec *spec);
+API_FUNC(PyObject *) PyType_GenericAlloc(PyTypeObject *type, Py_ssize_t nitems);
+API_FUNC(PyObject *) PyObject_GetAttrString(PyObject *o, const char *name);
+API_FUNC(PyObject *) PyObject_CallMethodObjArgs(PyObject *o, PyObject *name, ...);
+API_FUNC(int) PyObject_GetBuffer(PyObject *o, Py_buffer *view, int flags);
+API_FUNC(void) PyBuffer_Release(Py_buffer *view);
+API_FUNC(long long) PyLong_AsLongLongAndOverflow(PyObject *o, int *overflow);
+API_FUNC(unsigned long long) PyLong_AsUnsignedLongLong(PyObject *o);
+API_FUNC(PyObject *) PyLong_FromUnsignedLongLong(unsigned long long v);
+API_FUNC(PyObject *) PyLong_FromUnsignedLong(unsigned long v);
+API_FUNC(int) PyIndex_Check(PyObject *o);
+API_FUNC(PyObject *) PyNumber_Index(PyObject *o);
+API_FUNC(double) PyFloat_AsDouble(PyObject *o);
+API_FUNC(PyObject *) PyBool_FromLong(long v);
+API_FUNC(PyObject *) PyTuple_New(Py_ssize_t size);
+API_FUNC(int) PyTuple_SetItem(PyObject *tuple, Py_ssize_t i, PyObject *item);
+API_FUNC(Py_ssize_t) PyTuple_Size(PyObject *tuple);
+API_FUNC(PyObject *) PyTuple_GetItem(PyObject *tuple, Py_ssize_t i);
+API_FUNC(Py_ssize_t) PyList_Size(PyObject *list);
+API_FUNC(PyObject *) PyList_GetItem(PyObject *list, Py_ssize_t i);
+API_FUNC(PyObject *) PyUnicode_FromString(const char *text);
+API_FUNC(PyObject *) PyUnicode_FromFormat(const char *format, ...);
+API_FUNC(PyObject *) PyUnicode_InternFromString(const char *text);
+API_FUNC(int) PyUnicode_CompareWithASCIIString(PyObject *text, const char *ascii);
+API_FUNC(PyObject *) Py_BuildValue(const char *format, ...);
+API_FUNC(int) PyArg_ParseTupleAndKeywords(PyObject *args, PyObject *kwargs, const char *format,
+                                          char **keywords, ...);
+API_FUNC(PyThreadState *) PyEval_SaveThread(void);
+API_FUNC(void) PyEval_RestoreThread(PyThreadState *state);
+API_FUNC(PyObject *) PyModule_Create2(PyModuleDef *def, int api_version);
+API_FUNC(int) PyModule_AddObjectRef(PyObject *module, const char *name, PyObject *value);
+API_FUNC(int) PyModule_AddIntConstant(PyObject *module, const char *name, long value);
+#ifdef _WIN32
+API_FUNC(PyObject *) PyUnicode_FromWideChar(const wchar_t *text, Py_ssize_t size);
+#endif
+
+/* Reference counts. Taking one is a plain increment, as the 3.10 and 3.11
+   headers inline it for abi3 modules; on 3.12 and later an immortal object
+   (None, small ints) starts at 2^32 - 1 (3.14: 3 << 30), so increments and
+   matching decrements keep it far from zero, which is how CPython keeps
+   modules built against those headers working (PEP 683). Dropping one is a
+   plain decrement too; when that was the last reference, the count is put
+   back to 1 and Py_DecRef drops it and deallocates (_Py_Dealloc, which the
+   old headers call, is not public). Checking bit 31 for immortality as the
+   3.12 headers do cost about 7 instructions per remembered argument
+   (callgrind), for no change in what is freed. */
+#define Py_None (&_Py_NoneStruct)
+static inline PyTypeObject *Py_TYPE(PyObject *o) { return o->ob_type; }
+static inline void Py_INCREF(PyObject *o) { o->ob_refcnt++; }
+static inline void Py_DECREF(PyObject *o) {
+  if (--o->ob_refcnt == 0) {
+    o->ob_refcnt = 1;
+    Py_DecRef(o);
+  }
+}
+static inline void Py_XDECREF(PyObject *o) {
+  if (o)
+    Py_DECREF(o);
+}
+static inline PyObject *Py_NewRef(PyObject *o) {
+  Py_INCREF(o);
+  return o;
+}
+#define Py_RETURN_NONE return Py_NewRef(Py_None)
+#define Py_CLEAR(VAR)                                                                      \
+  do {                                                                                     \
+    PyObject *cleared = (PyObject *)(VAR);                                                 \
+    (VAR) = NULL;                                                                          \
+    Py_XDECREF(cleared);                                                                   \
+  } while (0)
+static inline int type_has_flag(PyObject *o, unsigned long flag) {
+  return (PyType_GetFlags(Py_TYPE(o)) & flag) != 0;
+}
+static inline int PyLong_CheckExact(PyObject *o) { return Py_TYPE(o) == &PyLong_Type; }
+static inline int PyLong_Check(PyObject *o) {
+  return PyLong_CheckExact(o) || type_has_flag(o, Py_TPFLAGS_LONG_SUBCLASS);
+}
+static inline int PyFloat_CheckExact(PyObject *o) { return Py_TYPE(o) == &PyFloat_Type; }
+static inline int PyBool_Check(PyObject *o) { return Py_TYPE(o) == &PyBool_Type; }
+static inline int PyTuple_Check(PyObject *o) { return type_has_flag(o, Py_TPFLAGS_TUPLE_SUBCLASS); }
+static inline int PyList_Check(PyObject *o) { return type_has_flag(o, Py_TPFLAGS_LIST_SUBCLASS); }
 
 /* ABI is bumped when the calling convention changes. launch() takes
    FIXED_ARGS (config, gridX, gridY, gridZ, stream), then NUM_PARAMS kernel
@@ -38,7 +244,7 @@ _Static_assert(_Alignof(CUtensorMap) >= 64, "cuda.h must align CUtensorMap");
 /* ---- errors ------------------------------------------------------------- */
 
 static PyObject *CudaCallError;   /* args (call name, CUresult) */
-static PyObject *DriverLoadError; /* args (dlerror text,) */
+static PyObject *DriverLoadError; /* args (the loader's error text,) */
 static PyObject *signature_tuple; /* SIGNATURE, for messages */
 
 static PyObject *cuda_call_error(const char *call, CUresult result) {
@@ -50,21 +256,114 @@ static PyObject *cuda_call_error(const char *call, CUresult result) {
   return NULL;
 }
 
+/* The name of o's type for a message, as tp_name shows it (the limited API
+   has no tp_name): "module.Name", or "Name" for builtins. Never NULL. */
+static PyObject *type_name(PyObject *o) {
+  PyObject *type = (PyObject *)Py_TYPE(o);
+  PyObject *name = PyObject_GetAttrString(type, "__qualname__");
+  PyObject *module = name ? PyObject_GetAttrString(type, "__module__") : NULL;
+  PyObject *text = NULL;
+  if (module && PyUnicode_CompareWithASCIIString(module, "builtins") != 0)
+    text = PyUnicode_FromFormat("%S.%S", module, name);
+  else if (name)
+    text = Py_NewRef(name);
+  Py_XDECREF(name);
+  Py_XDECREF(module);
+  if (!text) {
+    PyErr_Clear();
+    text = PyUnicode_FromString("?");
+  }
+  return text;
+}
+
+/* PyErr_Format(exception, format, ..., name of o's type): the name is the
+   last %S of `format`. Returns -1. */
+#define FORMAT_WITH_TYPE(EXCEPTION, O, FORMAT, ...)                                        \
+  do {                                                                                     \
+    PyObject *named_type = type_name(O);                                                   \
+    if (named_type) {                                                                      \
+      PyErr_Format(EXCEPTION, FORMAT, __VA_ARGS__, named_type);                           \
+      Py_DECREF(named_type);                                                               \
+    }                                                                                      \
+  } while (0)
+
 static int type_error(int k, const char *type, const char *expected, PyObject *o) {
-  PyErr_Format(PyExc_TypeError, "argument %d (%s): expected %s, got %s", k, type,
-               expected, Py_TYPE(o)->tp_name);
+  FORMAT_WITH_TYPE(PyExc_TypeError, o, "argument %d (%s): expected %s, got %S", k, type,
+                   expected);
   return -1;
 }
 
 /* ---- the driver, resolved once at first need ---------------------------- */
 
-typedef CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
-typedef CUresult (*PointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
+typedef CUresult(CUDAAPI *LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
+typedef CUresult(CUDAAPI *PointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
 
 static LaunchKernelEx driver_launch;
 static PointerGetAttribute driver_pointer_attribute;
 
-static void *resolve(void *lib, const char *symbol) {
+#ifdef _WIN32
+/* nvcuda.dll from System32 only (a DLL of that name in the current folder is
+   never picked up), or the file $CUBINRUN_LIBCUDA names (a test's fake). The
+   variable is read with GetEnvironmentVariableW: the C runtime's getenv does
+   not see what os.environ sets after start-up. Errors carry Windows' text. */
+typedef HMODULE Library;
+
+static void set_windows_error(const wchar_t *what, DWORD code) {
+  wchar_t text[512];
+  DWORD n = FormatMessageW(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, NULL,
+                           code, 0, text, sizeof text / sizeof *text, NULL);
+  while (n > 0 && (text[n - 1] == L'\r' || text[n - 1] == L'\n' || text[n - 1] == L' '))
+    n--; /* FormatMessage ends its text with "\r\n" */
+  PyObject *where = PyUnicode_FromWideChar(what, -1);
+  PyObject *why = n ? PyUnicode_FromWideChar(text, (Py_ssize_t)n) : NULL;
+  if (where && why)
+    PyErr_Format(DriverLoadError, "%S: %S", where, why);
+  else if (where)
+    PyErr_Format(DriverLoadError, "%S: Windows error %lu", where, (unsigned long)code);
+  Py_XDECREF(where);
+  Py_XDECREF(why);
+}
+
+static Library open_library(void) {
+  static wchar_t path[32768]; /* the longest value an environment variable holds */
+  DWORD n = GetEnvironmentVariableW(L"CUBINRUN_LIBCUDA", path, sizeof path / sizeof *path);
+  int override = n > 0 && n < sizeof path / sizeof *path;
+  const wchar_t *name = override ? path : L"nvcuda.dll";
+  HMODULE lib = override ? LoadLibraryW(name)
+                         : LoadLibraryExW(name, NULL, LOAD_LIBRARY_SEARCH_SYSTEM32);
+  if (!lib)
+    set_windows_error(name, GetLastError());
+  return lib;
+}
+
+static void *resolve(Library lib, const char *symbol) {
+  void *found = (void *)GetProcAddress(lib, symbol);
+  if (!found) {
+    DWORD code = GetLastError();
+    wchar_t wide[64];
+    MultiByteToWideChar(CP_UTF8, 0, symbol, -1, wide, sizeof wide / sizeof *wide);
+    set_windows_error(wide, code);
+  }
+  return found;
+}
+
+static void close_library(Library lib) { FreeLibrary(lib); }
+#else
+/* $CUBINRUN_LIBCUDA (a test's fake) or libcuda.so.1; errors carry dlerror's
+   text, which names the file or the symbol. */
+typedef void *Library;
+
+static Library open_library(void) {
+  const char *path = getenv("CUBINRUN_LIBCUDA");
+  void *lib = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char *why = dlerror();
+    PyErr_SetString(DriverLoadError, why ? why : "cannot open libcuda.so.1");
+  }
+  return lib;
+}
+
+static void *resolve(Library lib, const char *symbol) {
   void *found = dlsym(lib, symbol);
   if (!found) {
     const char *why = dlerror();
@@ -73,20 +372,19 @@ static void *resolve(void *lib, const char *symbol) {
   return found;
 }
 
-/* Opens $CUBINRUN_LIBCUDA (a test's fake) or libcuda.so.1; nothing is kept
-   unless every symbol is found, so a failed attempt can be retried. */
+static void close_library(Library lib) { dlclose(lib); }
+#endif
+
+/* Nothing is kept unless every symbol is found, so a failed attempt can be
+   retried. */
 static int load_driver(void) {
-  const char *path = getenv("CUBINRUN_LIBCUDA");
-  void *lib = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char *why = dlerror();
-    PyErr_SetString(DriverLoadError, why ? why : "cannot open libcuda.so.1");
+  Library lib = open_library();
+  if (!lib)
     return -1;
-  }
   void *launch = resolve(lib, "cuLaunchKernelEx");
   void *pointer_attribute = launch ? resolve(lib, "cuPointerGetAttribute") : NULL;
   if (!pointer_attribute) {
-    dlclose(lib);
+    close_library(lib);
     return -1;
   }
   driver_launch = (LaunchKernelEx)launch;
@@ -134,10 +432,17 @@ static int read_u64(PyObject *integer, unsigned long long *out) {
 
 static int int_arg(PyObject *o, int k, const char *type, long long lo, long long hi,
                    long long *out) {
-  PyObject *integer = index_of(o, k, type);
+  int overflow;
+  if (PyLong_CheckExact(o)) { /* most arguments: read without a reference of our own */
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (!overflow && lo <= v && v <= hi) {
+      *out = v;
+      return 0;
+    }
+  }
+  PyObject *integer = index_of(o, k, type); /* the rest, and the messages */
   if (!integer)
     return -1;
-  int overflow;
   long long v = PyLong_AsLongLongAndOverflow(integer, &overflow);
   int in_range = !overflow && lo <= v && v <= hi;
   if (in_range)
@@ -189,7 +494,7 @@ static inline int to_u64(PyObject *o, int k, uint64_t *out) {
 /* A float or int argument as a double (also NumPy scalars, through __float__). */
 static int double_arg(PyObject *o, int k, const char *type, double *out) {
   if (PyFloat_CheckExact(o)) {
-    *out = PyFloat_AS_DOUBLE(o);
+    *out = PyFloat_AsDouble(o); /* cannot fail on an exact float */
     return 0;
   }
   double d = PyFloat_AsDouble(o);
@@ -293,15 +598,15 @@ static unsigned long long checked_address[NUM_PARAMS + 1];
 static CUdeviceptr checked_device_pointer[NUM_PARAMS + 1];
 
 static int pointer_type_error(int k, PyObject *o) {
-  PyErr_Format(PyExc_TypeError,
-               "argument %d: expected a pointer (an int, None or an object with data_ptr()), "
-               "got %s",
-               k, Py_TYPE(o)->tp_name);
+  FORMAT_WITH_TYPE(PyExc_TypeError, o,
+                   "argument %d: expected a pointer (an int, None or an object with data_ptr()), "
+                   "got %S",
+                   k);
   return -1;
 }
 
 static int address_from_data_ptr(PyObject *o, int k, unsigned long long *address) {
-  PyObject *result = PyObject_CallMethodNoArgs(o, data_ptr_name);
+  PyObject *result = PyObject_CallMethodObjArgs(o, data_ptr_name, NULL);
   if (!result) {
     if (!PyErr_ExceptionMatches(PyExc_AttributeError))
       return -1; /* data_ptr() itself failed: keep its error */
@@ -320,11 +625,10 @@ static int check_device_pointer(unsigned long long address, int k, CUdeviceptr *
   if (need_driver() < 0)
     return -1;
   CUdeviceptr device_pointer = 0;
-  CUresult result;
-  Py_BEGIN_ALLOW_THREADS
-  result = driver_pointer_attribute(&device_pointer, CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
-                                    (CUdeviceptr)address);
-  Py_END_ALLOW_THREADS
+  PyThreadState *saved = PyEval_SaveThread();
+  CUresult result = driver_pointer_attribute(&device_pointer, CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+                                             (CUdeviceptr)address);
+  PyEval_RestoreThread(saved);
   if (result == CUDA_ERROR_INVALID_VALUE) {
     PyErr_Format(PyExc_ValueError,
                  "argument %d: pointer %p is not device memory (host pointer?)", k,
@@ -421,7 +725,9 @@ static unsigned long long last_fixed_value[4];
 static void remember(PyObject **slot, PyObject *o) {
   int immutable = PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyBool_Check(o) ||
                   o == Py_None;
-  Py_XSETREF(*slot, immutable ? Py_NewRef(o) : NULL);
+  PyObject *old = *slot;
+  *slot = immutable ? Py_NewRef(o) : NULL;
+  Py_XDECREF(old);
 }
 
 static void remember_arg(int k, PyObject *o) { remember(&last_arg[k], o); }
@@ -463,8 +769,7 @@ static int config_int(PyObject *o, const char *name, unsigned long long lo,
   if (!o)
     return 0;
   if (!PyLong_Check(o)) {
-    PyErr_Format(PyExc_TypeError, "Config: %s must be an int, got %s", name,
-                 Py_TYPE(o)->tp_name);
+    FORMAT_WITH_TYPE(PyExc_TypeError, o, "Config: %s must be an int, got %S", name);
     return -1;
   }
   unsigned long long v;
@@ -478,7 +783,8 @@ static int config_int(PyObject *o, const char *name, unsigned long long lo,
 
 /* One to three positive dims, missing ones 1. */
 static int config_dims(PyObject *o, const char *name, unsigned int out[3]) {
-  Py_ssize_t n = PyTuple_Check(o) || PyList_Check(o) ? PySequence_Fast_GET_SIZE(o) : 0;
+  int tuple = PyTuple_Check(o);
+  Py_ssize_t n = tuple ? PyTuple_Size(o) : PyList_Check(o) ? PyList_Size(o) : 0;
   if (n < 1 || n > 3) {
     PyErr_Format(PyExc_ValueError, "Config: %s must be a tuple of 1 to 3 ints, got %R", name, o);
     return -1;
@@ -486,7 +792,7 @@ static int config_dims(PyObject *o, const char *name, unsigned int out[3]) {
   out[0] = out[1] = out[2] = 1;
   for (Py_ssize_t i = 0; i < n; i++) {
     unsigned long long v;
-    if (config_int(PySequence_Fast_GET_ITEM(o, i), name, 1, UINT_MAX, &v) < 0)
+    if (config_int(tuple ? PyTuple_GetItem(o, i) : PyList_GetItem(o, i), name, 1, UINT_MAX, &v) < 0)
       return -1;
     out[i] = (unsigned int)v;
   }
@@ -552,7 +858,7 @@ static PyObject *config_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
                                    &block, &shared, &num_ctas, &cluster, &cooperative, &pdl,
                                    &global_scratch, &profile_scratch))
     return NULL;
-  Config *c = (Config *)type->tp_alloc(type, 0); /* zeroed */
+  Config *c = (Config *)PyType_GenericAlloc(type, 0); /* zeroed */
   if (!c)
     return NULL;
   unsigned long long handle = 0, shared_bytes = 0, ctas = 1;
@@ -576,7 +882,7 @@ static PyObject *config_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
   config_set_attributes(c);
   return (PyObject *)c;
 fail:
-  Py_DECREF(c);
+  Py_DECREF((PyObject *)c);
   return NULL;
 }
 
@@ -628,17 +934,25 @@ static PyObject *config_repr(Config *c) {
   return text;
 }
 
-static PyTypeObject ConfigType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = MODULE_NAME ".Config",
-    .tp_doc = "Config(function, block, shared=0, num_ctas=1, cluster=None, cooperative=False, "
-              "pdl=False, global_scratch=0, profile_scratch=0): a kernel's fixed launch settings",
-    .tp_basicsize = sizeof(Config),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = config_new,
-    .tp_repr = (reprfunc)config_repr,
-    .tp_getset = config_getters,
+/* A heap type made from this spec at import (static type objects are not in
+   the limited API); its instances hold a reference to it. */
+#define CONFIG_TYPE_NAME MODULE_NAME ".Config"
+static PyType_Slot config_slots[] = {
+    {Py_tp_doc, "Config(function, block, shared=0, num_ctas=1, cluster=None, cooperative=False, "
+                "pdl=False, global_scratch=0, profile_scratch=0): a kernel's fixed launch "
+                "settings"},
+    {Py_tp_new, (void *)config_new},
+    {Py_tp_repr, (void *)config_repr},
+    {Py_tp_getset, config_getters},
+    {0, NULL},
 };
+static PyType_Spec config_spec = {
+    .name = CONFIG_TYPE_NAME,
+    .basicsize = (int)sizeof(Config),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = config_slots,
+};
+static PyTypeObject *ConfigType;
 
 /* ---- launching ----------------------------------------------------------- */
 
@@ -658,8 +972,7 @@ static int read_grid(PyObject *const *dims, unsigned int num_ctas, unsigned int 
       v = last_fixed_value[i];
     } else {
       if (!PyLong_Check(dims[i])) {
-        PyErr_Format(PyExc_TypeError, "%s must be an int, got %s", names[i],
-                     Py_TYPE(dims[i])->tp_name);
+        FORMAT_WITH_TYPE(PyExc_TypeError, dims[i], "%s must be an int, got %S", names[i]);
         return -1;
       }
       int overflow;
@@ -722,10 +1035,10 @@ static PyObject *launch_kernel(Config *c, const unsigned int grid[3], CUstream s
   if (n == 1) {
     result = driver_launch(&launch, c->function, params, NULL);
   } else {
-    Py_BEGIN_ALLOW_THREADS
+    PyThreadState *saved = PyEval_SaveThread();
     for (unsigned long long i = 0; i < n && result == CUDA_SUCCESS; i++)
       result = driver_launch(&launch, c->function, params, NULL);
-    Py_END_ALLOW_THREADS
+    PyEval_RestoreThread(saved);
   }
   if (result != CUDA_SUCCESS)
     return cuda_call_error("cuLaunchKernelEx", result);
@@ -748,9 +1061,9 @@ static PyObject *convert_and_launch(const char *fname, unsigned long long n,
                                     PyObject *const *args, Py_ssize_t nargs) {
   if (nargs != FIXED_ARGS + NUM_PARAMS)
     return wrong_arguments(fname, nargs);
-  if (Py_TYPE(args[0]) != &ConfigType) {
-    PyErr_Format(PyExc_TypeError, "%s(): config must be a %s, got %s", fname,
-                 ConfigType.tp_name, Py_TYPE(args[0])->tp_name);
+  if (Py_TYPE(args[0]) != ConfigType) {
+    FORMAT_WITH_TYPE(PyExc_TypeError, args[0], "%s(): config must be a %s, got %S", fname,
+                     CONFIG_TYPE_NAME);
     return NULL;
   }
   Config *c = (Config *)args[0];
@@ -809,13 +1122,15 @@ static PyObject *make_signature_tuple(void) {
       Py_CLEAR(t);
       break;
     }
-    PyTuple_SET_ITEM(t, i, name);
+    if (PyTuple_SetItem(t, i, name) < 0) /* steals name */
+      Py_CLEAR(t);
   }
   return t;
 }
 
 PyMODINIT_FUNC PyInit_{{MODULE_NAME}}(void) {
-  if (PyType_Ready(&ConfigType) < 0)
+  ConfigType = (PyTypeObject *)PyType_FromSpec(&config_spec);
+  if (!ConfigType)
     return NULL;
   data_ptr_name = PyUnicode_InternFromString("data_ptr");
   signature_tuple = make_signature_tuple();
@@ -823,14 +1138,14 @@ PyMODINIT_FUNC PyInit_{{MODULE_NAME}}(void) {
       MODULE_NAME ".CudaCallError", "A driver call failed; args are (call name, CUresult).",
       PyExc_RuntimeError, NULL);
   DriverLoadError = PyErr_NewExceptionWithDoc(
-      MODULE_NAME ".DriverLoadError", "libcuda or one of its symbols could not be loaded.",
+      MODULE_NAME ".DriverLoadError", "The driver library (libcuda, nvcuda.dll) or a symbol in it could not be loaded.",
       PyExc_RuntimeError, NULL);
   if (!data_ptr_name || !signature_tuple || !CudaCallError || !DriverLoadError)
     return NULL;
-  PyObject *m = PyModule_Create(&module_def);
+  PyObject *m = PyModule_Create2(&module_def, PYTHON_ABI_VERSION);
   if (!m)
     return NULL;
-  if (PyModule_AddObjectRef(m, "Config", (PyObject *)&ConfigType) < 0 ||
+  if (PyModule_AddObjectRef(m, "Config", (PyObject *)ConfigType) < 0 ||
       PyModule_AddObjectRef(m, "CudaCallError", CudaCallError) < 0 ||
       PyModule_AddObjectRef(m, "DriverLoadError", DriverLoadError) < 0 ||
       PyModule_AddObjectRef(m, "SIGNATURE", signature_tuple) < 0 ||

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import signature as sig
+from ..signature.aggregates import StructType, is_aggregate, member_types, shortened
 from ..dtypes import ELEMENT_TYPES
 from ..errors import SpecError, excerpt, shorten
 from ..limits import MAX_BUFFER_BYTES, MAX_DIMS
@@ -17,11 +18,11 @@ from ..yamlload import LocatedDict
 from .model import (Arg, BufferArg, BufferRef, ConstArg, DescArg, Init,
                     ScalarArg, StructArg, TupleArg)
 from .scalars import check_scalar_value
+from .sections import DISTRIBUTIONS, INIT_NAMES, PADDINGS, SWIZZLES, keys, required
 
 if TYPE_CHECKING:
     from .loader import _SpecBuilder
 
-SWIZZLE_BYTES = (0, 32, 64, 128)
 _NOT_AGGREGATES = (sig.PointerType, sig.ConstexprType, sig.TmaDescType, sig.TensorDescType)
 
 
@@ -83,7 +84,6 @@ class ArgsBuilder:
                 for i, item in enumerate(ty.items)))
         if isinstance(ty, (sig.TmaDescType, sig.TensorDescType)):
             return self.desc(name, ty, value, field, parent, key)
-        from ..aggregates import StructType, is_aggregate, member_types, shortened
         if is_aggregate(ty):                       # imported only for specs that have one
             members = member_types(ty)
             if not isinstance(value, list) or len(value) != len(members):
@@ -97,8 +97,7 @@ class ArgsBuilder:
 
     def buffer(self, name: str, value: Any, pointee, field: str, parent: Any, key: Any) -> BufferArg:
         b = self.b
-        node = b.mapping(value, field, parent, key, ("shape", "dtype", "init", "save", "offset"),
-                         required=("shape",))
+        node = b.mapping(value, field, parent, key, keys("buffer"), required=required("buffer"))
         dtype = pointee
         if "dtype" in node:
             dtype = ELEMENT_TYPES.get(node["dtype"]) if isinstance(node["dtype"], str) else None
@@ -136,18 +135,18 @@ class ArgsBuilder:
     def init(self, value: Any, field: str, parent: Any, key: Any) -> Init:
         b = self.b
         if isinstance(value, str):
-            if value not in ("zeros", "ones", "arange", "random"):
+            if value not in INIT_NAMES:
                 raise b.error(f"unknown init {excerpt(value)} (expected zeros, ones, arange, random, "
                               "{random: ...}, {fill: V} or {file: PATH.npy})", field, parent, key)
             return Init(value)
-        keys = ("random", "low", "high", "mean", "std", "seed", "fill", "file")
-        node = b.mapping(value, field, parent, key, keys)
+        node = b.mapping(value, field, parent, key, keys("init"))
+        with_random = ("random", "low", "high", "mean", "std", "seed")
         kinds = [k for k in ("random", "fill", "file") if k in node]
         if len(kinds) != 1:
             raise b.error(f"needs exactly one of random, fill or file (found: "
                           f"{', '.join(kinds) or 'none'})", field, parent, key)
         kind = kinds[0]
-        extra = [k for k in node if k != kind and (kind != "random" or k not in keys[:6])]
+        extra = [k for k in node if k != kind and (kind != "random" or k not in with_random)]
         if extra:
             raise b.error(f"{excerpt(extra[0])} does not go with {kind}", f"{field}.{extra[0]}", node, extra[0])
         if kind == "fill":
@@ -161,7 +160,7 @@ class ArgsBuilder:
                 raise b.error(f"must be a .npy file, got {path.name}", f"{field}.file", node, "file")
             return Init("file", path=path)
         distribution = node["random"]
-        if distribution not in ("uniform", "normal"):
+        if distribution not in DISTRIBUTIONS:
             raise b.error(f"must be uniform or normal, got {excerpt(distribution)}", f"{field}.random",
                           node, "random")
         wrong = ("mean", "std") if distribution == "uniform" else ("low", "high")
@@ -183,8 +182,8 @@ class ArgsBuilder:
 
     def desc(self, name: str, ty, value: Any, field: str, parent: Any, key: Any) -> DescArg:
         b = self.b
-        node = b.mapping(value, field, parent, key, ("buffer", "block", "swizzle", "padding"),
-                         required=("buffer",))
+        node = b.mapping(value, field, parent, key, keys("descriptor"),
+                         required=required("descriptor"))
         kind = "tensordesc" if isinstance(ty, sig.TensorDescType) else "nvTmaDesc"
         source = node["buffer"]
         if isinstance(source, dict):
@@ -214,11 +213,11 @@ class ArgsBuilder:
             swizzle = node["swizzle"]
             if swizzle == "none":
                 swizzle = 0
-            if swizzle not in SWIZZLE_BYTES or isinstance(swizzle, bool):
+            if swizzle not in SWIZZLES or isinstance(swizzle, bool):
                 raise b.error(f"must be one of none, 32, 64, 128 (bytes), got {excerpt(node['swizzle'])}",
                               f"{field}.swizzle", node, "swizzle")
         padding = node.get("padding", "zero")
-        if padding not in ("zero", "nan"):
+        if padding not in PADDINGS:
             raise b.error(f"must be zero or nan, got {excerpt(padding)}", f"{field}.padding", node, "padding")
         desc = DescArg(name, kind, buffer_name, block, swizzle, padding)
         self.descs.append((desc, f"{field}.buffer", node, "buffer"))
@@ -250,7 +249,6 @@ def scalar_entries(signature: sig.Signature, args: Any) -> Iterator[tuple]:
             for i, item in enumerate(ty.items):
                 yield from walk(f"{name}[{i}]", item, value, i, f"{field}[{i}]")
         elif isinstance(value, list) and not isinstance(ty, _NOT_AGGREGATES):
-            from ..aggregates import member_types
             for i, item in enumerate(member_types(ty)):
                 yield from walk(f"{name}[{i}]", item, value, i, f"{field}[{i}]")
 

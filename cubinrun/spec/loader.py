@@ -22,13 +22,13 @@ from ..limits import (MAX_ALIGN, MAX_BUFFER_BYTES, MAX_DEVICE_BYTES, MAX_NAMES,
 from ..yamlload import LocatedDict, LocatedList, load_yaml_file
 from .locate import locate
 from .scalars import as_int, check_scalar_value
+from . import sections
 from .args import ArgsBuilder, scalar_entries
 from .device_values import DEVICE_NAMES, DeviceValues, unavailable
-from .model import (KERNEL_KINDS, L2_MODES, Bench, BufferArg, Check, KernelRef, Launch,
+from .model import (KERNEL_KINDS, Bench, BufferArg, Check, KernelRef, Launch,
                     Scratch, Spec, budget_problem)
 
-TOP_LEVEL_KEYS = ("kernel", "signature", "constants", "vars", "args", "grid", "block",
-                  "launch", "check", "bench", "sweep")      # sweep: read by cubinrun.runs
+TOP_LEVEL_KEYS = sections.keys("spec")        # sweep: read by cubinrun.runs
 
 ARCH_PATTERN = re.compile(r"sm_\d+[af]?")
 _TEMPLATE_NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -195,8 +195,7 @@ class _SpecBuilder:
 
     def kernel(self, node: Any) -> KernelRef:
         t = self.tree
-        node = self.mapping(node, "kernel", t, "kernel",
-                            KERNEL_KINDS + ("name", "options", "arch"))
+        node = self.mapping(node, "kernel", t, "kernel", sections.keys("kernel"))
         kinds = [k for k in KERNEL_KINDS if k in node]
         if len(kinds) != 1:
             found = ", ".join(kinds) or "none"
@@ -290,8 +289,7 @@ class _SpecBuilder:
     def launch(self) -> Launch:
         t = self.tree
         node = t.get("launch", LocatedDict())
-        keys = ("num_warps", "num_ctas", "cluster", "shared", "cooperative", "pdl",
-                "global_scratch", "profile_scratch", "scratch_params")
+        keys = sections.keys("launch")
         # a Triton entry's own metadata keys (num_stages, maxnreg, ...): repeated, not changed
         entry_keys = tuple(k for k in self.triton.metadata if k not in keys) if self.triton else ()
         node = self.mapping(node, "launch", t, "launch", keys + entry_keys)
@@ -360,7 +358,8 @@ class _SpecBuilder:
                              f"launch.{key}", node, key)
 
     def scratch(self, node: Any, field: str, parent: Any, key: str) -> Scratch:
-        node = self.mapping(node, field, parent, key, ("size", "align"), required=("size",))
+        node = self.mapping(node, field, parent, key, sections.keys("scratch"),
+                            required=sections.required("scratch"))
         size = self.integer(node["size"], f"{field}.size", node, "size", 0, MAX_BUFFER_BYTES)
         align = self.integer(node.get("align", 1), f"{field}.align", node, "align", 1, MAX_ALIGN)
         if align & (align - 1):
@@ -427,8 +426,7 @@ class _SpecBuilder:
             if name not in buffers:
                 raise self.error(f"not a buffer argument (buffers: {shorten(', '.join(buffers) or 'none', 200)})",
                                  field, node, name)
-            entry = self.mapping(entry, field, node, name,
-                                 ("expect", "file", "rtol", "atol", "exact", "nan_ok"))
+            entry = self.mapping(entry, field, node, name, sections.keys("check_entry"))
             if ("expect" in entry) == ("file" in entry):
                 raise self.error("needs exactly one of expect or file", field, node, name)
             expect = file = None
@@ -462,7 +460,7 @@ class _SpecBuilder:
     def bench(self) -> Bench:
         t = self.tree
         node = self.mapping(t.get("bench", LocatedDict()), "bench", t, "bench",
-                            ("warmup", "rep", "l2", "bytes", "flops"))
+                            sections.keys("bench"))
         got: dict[str, Any] = {}
         for key, attr in (("warmup", "warmup_ms"), ("rep", "rep_ms")):
             if key in node:
@@ -471,8 +469,9 @@ class _SpecBuilder:
                     raise self.error(problem, f"bench.{key}", node, key)
                 got[attr] = float(value)
         if "l2" in node:
-            if node["l2"] not in L2_MODES:
-                raise self.error(f"must be {' or '.join(L2_MODES)}, got {excerpt(node['l2'])}",
+            modes = sections.choices("bench", "l2")
+            if node["l2"] not in modes:
+                raise self.error(f"must be {' or '.join(modes)}, got {excerpt(node['l2'])}",
                                  "bench.l2", node, "l2")
             got["l2"] = node["l2"]
         for key in ("bytes", "flops"):

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Union
 
-from .dtypes import SCALAR_TYPES
-from .errors import SpecError
-from .signature import PointerType, ScalarType, _split_top_level, parse_type
+from ..dtypes import SCALAR_TYPES
+from ..errors import SpecError
+from .types import PointerType, ScalarType, parse_scalar_or_pointer, split_top_level
 
 # The most bytes of parameters a kernel may take (CUDA 12.1+ on Volta and later).
 MAX_PARAM_BYTES = 32764
@@ -114,7 +114,7 @@ def _parse(text: str, field: str, depth: int) -> Member:
         inner = text[len("struct["):-1]
         if not inner.strip():
             raise SpecError("struct[] needs at least one member", field=field)
-        parts = _split_top_level(inner)
+        parts = split_top_level(inner)
         if len(parts) > MAX_PARAM_BYTES or any(not p for p in parts):
             raise SpecError(f"bad member list in {_short(text)}", field=field)
         ty: Member = StructType(tuple(_parse(p, field, depth + len(dims) + 1) for p in parts))
@@ -125,8 +125,8 @@ def _parse(text: str, field: str, depth: int) -> Member:
                             f"{', '.join(n for n, t in SCALAR_TYPES.items() if t.kind != 'bool')}",
                             field=field)
         ty = ArrayType(ScalarType(element), int(m.group(2)), vector=True)
-    elif text in SCALAR_TYPES or text.startswith("*"):
-        ty = parse_type(text, field)        # a scalar or a pointer, or its error
+    elif (simple := parse_scalar_or_pointer(text, field)) is not None:
+        ty = simple
     elif text in ("constexpr", "nvTmaDesc") or text.startswith(("tensordesc", "(")):
         raise SpecError(f"{_short(text)} cannot be a struct or array member (members are "
                         "scalars, pointers, structs, arrays and vectors)", field=field)

@@ -1,0 +1,127 @@
+"""docs/ and the README: every YAML example dry-runs, every link stays in the
+repository and lands, every command, option and spec key is documented, and
+the README's quick start is what CI runs."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+import pytest
+from conftest import REPO
+from test_cli import run
+
+from cubinrun.cli import cli
+from cubinrun.spec import sections
+
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+_FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def blocks(page: Path, language: str) -> list[str]:
+    return [body for lang, body in _FENCE.findall(page.read_text()) if lang == language]
+
+
+def examples() -> list[tuple[str, str]]:
+    return [(f"{page.relative_to(REPO)}#{i}", body)
+            for page in PAGES for i, body in enumerate(blocks(page, "yaml"))]
+
+
+@pytest.mark.parametrize("name, text", examples(), ids=[n for n, _ in examples()])
+def test_each_yaml_example_dry_runs(capsys, tmp_path, name, text):
+    # the examples' paths are relative to configs/, beside kernels/
+    (tmp_path / "kernels").symlink_to(REPO / "kernels")
+    (tmp_path / "configs").mkdir()
+    spec = tmp_path / "configs" / "example.yaml"
+    spec.write_text(text)
+    code, out, err = run(capsys, "launch", "--dry-run", "--arch", "sm_90", spec)
+    assert (code, err) == (0, ""), f"{name}: {err}"
+
+
+def test_the_docs_have_examples_of_each_kind_of_binary():
+    kinds = {kind for _, text in examples() for kind in sections.EXACTLY_ONE["kernel"]
+             if re.search(rf"^\s*{kind}:", text, re.M)}
+    assert kinds >= {"cubin", "source", "triton"}
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower().replace("`", ""))
+    return text.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    text = _FENCE.sub("", page.read_text())
+    return {slug(m) for m in re.findall(r"^#+ (.*)$", text, re.M)}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_links_stay_in_the_repository_and_land(page):
+    text = page.read_text()
+    assert "shared/" not in text and "SPEC.md" not in text       # users never see those
+    for target in _LINK.findall(_FENCE.sub("", text)):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        goal = (page.parent / path).resolve() if path else page
+        assert goal.is_relative_to(REPO), f"{page.name}: {target} leaves the repository"
+        assert goal.exists(), f"{page.name}: {target} does not exist"
+        if anchor:
+            assert anchor in anchors(goal), f"{page.name}: no heading for #{anchor}"
+
+
+def commands(group: click.Group = cli, path: tuple[str, ...] = ()):
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            yield from commands(command, path + (name,))
+        else:
+            yield " ".join(path + (name,)), command
+
+
+def command_section(name: str) -> str:
+    text = (REPO / "docs" / "commands.md").read_text()
+    start = text.index(f"\n### cubinrun {name}\n")
+    end = text.find("\n### ", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+@pytest.mark.parametrize("name, command", list(commands()), ids=[n for n, _ in commands()])
+def test_every_command_and_option_is_documented(name, command):
+    section = command_section(name)
+    for param in command.params:
+        if isinstance(param, click.Option) and not param.hidden:
+            for option in param.opts:
+                if option not in ("--debug", "--no-color", "--help", "-h"):
+                    assert f"`{option}" in section or f", {option}" in section, \
+                        f"cubinrun {name}: {option} is not in docs/commands.md"
+
+
+def test_the_common_options_and_exit_codes_are_documented():
+    text = (REPO / "docs" / "commands.md").read_text()
+    for option in ("--debug", "--no-color", "--version", "--json"):
+        assert option in text
+    codes = text[text.index("## Exit codes"):]
+    for code in range(6):
+        assert f"{code} " in codes
+
+
+def test_every_spec_key_is_documented():
+    text = (REPO / "docs" / "spec.md").read_text()
+    reference = text[text.index("## Every section and key"):]
+    for section, keys in sections.SECTIONS.items():
+        for key in keys:
+            assert f"| `{key.name}` |" in reference, f"{section}.{key.name}"
+
+
+def test_the_readme_quick_start_is_what_ci_runs():
+    readme = REPO / "README.md"
+    setup, tests = blocks(readme, "sh")[:2]
+    ci = (REPO / ".ci" / "run").read_text()
+    assert setup.strip().replace(" launch ", " launch --dry-run ") in ci
+    assert tests.strip() in ci
+    assert "bash .ci/wheel" in ci.split("\n")
+
+
+def test_the_readme_shows_the_schema_comment():
+    assert "# yaml-language-server: $schema=" in (REPO / "README.md").read_text()
