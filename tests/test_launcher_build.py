@@ -37,10 +37,16 @@ def counting_cc(tmp_path, monkeypatch):
     """$CC as a wrapper around the real compiler that counts its runs, and a private cache."""
     real = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     calls = tmp_path / "cc-calls"
-    wrapper = tmp_path / "counting-cc"
-    wrapper.write_text(f'#!/bin/sh\necho run >> "{calls}"\nexec "{real}" "$@"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("CC", str(wrapper))
+    if sys.platform == "win32":         # no shell scripts: the wrapper is Python
+        wrapper = tmp_path / "counting_cc.py"
+        wrapper.write_text(f"import subprocess, sys\nopen({str(calls)!r}, 'a').write('run\\n')\n"
+                           f"sys.exit(subprocess.run([{real!r}, *sys.argv[1:]]).returncode)\n")
+        monkeypatch.setenv("CC", f'"{sys.executable}" "{wrapper}"')
+    else:
+        wrapper = tmp_path / "counting-cc"
+        wrapper.write_text(f'#!/bin/sh\necho run >> "{calls}"\nexec "{real}" "$@"\n')
+        wrapper.chmod(0o755)
+        monkeypatch.setenv("CC", str(wrapper))
     monkeypatch.setenv("CUBINRUN_CACHE_DIR", str(tmp_path / "cache"))
 
     def count() -> int:
@@ -125,8 +131,9 @@ def test_the_cache_key_covers_the_compiler_flags_and_source(counting_cc):
     assert cache_key("int x;", replace(compiler, command=(*compiler.command, "-g"))) != key
     assert cache_key("int x;", replace(compiler, family="tcc")) != key
     assert cache_key("int x;", replace(compiler, windows=not compiler.windows)) != key
-    os.utime(counting_cc.wrapper, ns=(0, 12345))        # an upgraded compiler
-    assert cache_key("int x;", compiler) != key
+    if sys.platform != "win32":         # there $CC is python.exe running the wrapper
+        os.utime(counting_cc.wrapper, ns=(0, 12345))    # an upgraded compiler
+        assert cache_key("int x;", compiler) != key
 
 
 def test_a_damaged_cache_entry_is_rebuilt(counting_cc, built):

@@ -110,7 +110,9 @@ def find_compiler(platform: str | None = None) -> Compiler:
 
 
 def _from_cc(env: str, windows: bool) -> Compiler:
-    words = shlex.split(env, posix=not windows)
+    # Windows paths keep their backslashes; quotes around a word still group it.
+    words = [w[1:-1] if len(w) > 1 and w[0] == w[-1] == '"' else w
+             for w in shlex.split(env, posix=not windows)]
     path = shutil.which(words[0])
     if path is None:
         raise BuildError(f"C compiler {words[0]!r} from $CC not found")
