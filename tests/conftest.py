@@ -3,6 +3,7 @@ unless a driver and a device answer."""
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import textwrap
 from pathlib import Path
@@ -12,6 +13,13 @@ import pytest
 import cubinrun
 
 REPO = Path(__file__).resolve().parent.parent
+
+# SciPy decides compare's verdicts. The Wine stage (.ci/wine) has none: every
+# cp313 SciPy wheel's OpenBLAS calls ucrtbase.crealf as it loads, which Wine 8
+# lacks (Windows has it). Tests that need it say so with this mark.
+needs_scipy = pytest.mark.skipif(
+    importlib.util.find_spec("scipy") is None,
+    reason="needs SciPy (absent under Wine 8: its OpenBLAS calls ucrtbase.crealf)")
 # Where `import cubinrun` found the package: the checkout for an editable
 # install, site-packages for a wheel (.ci/wheel). Subprocesses that must run
 # the same package put this on PYTHONPATH, never REPO.
