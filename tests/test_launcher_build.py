@@ -18,6 +18,7 @@ from cubinrun.errors import BuildError, UsageError
 from cubinrun.launcher import build, build_launcher, cache_entry, generate_source, load_launcher
 from cubinrun.launcher import module_name_for
 from cubinrun.launcher.build import cache_key, find_compiler, find_cuda_include
+from conftest import skip_on_windows
 
 REPO = Path(__file__).resolve().parent.parent
 POINTEES = "i1 i8 i16 i32 i64 u1 u8 u16 u32 u64 fp16 bf16 fp32 fp64 fp8e4nv fp8e5 fp8e4b15".split()
@@ -137,6 +138,7 @@ def test_the_cache_key_covers_the_compiler_flags_and_source(counting_cc):
 
 
 def test_a_damaged_cache_entry_is_rebuilt(counting_cc, built):
+    skip_on_windows("it replaces a launcher this process has loaded, which Windows refuses; test_windows.py damages one that is not loaded")
     source_file, name, so_file = built
     data = so_file.read_bytes()
     for builds, damaged_data in enumerate([data[:len(data) // 2], b"not a library"], start=2):
@@ -203,6 +205,7 @@ def test_cuda_h_is_found_through_cuda_home_or_is_a_build_error(monkeypatch, tmp_
 
 def test_without_a_driver_the_module_imports_and_a_launch_is_a_driver_load_error(
         counting_cc, monkeypatch, tmp_path):
+    skip_on_windows("libc.so.6 stands in for a library that is no driver")
     # A module of its own: a launcher keeps the driver it found at its first launch.
     name = "cubinrun_launcher_no_driver"
     module = build_launcher(generate_source(["*fp16", "u16"], module_name=name), name)
@@ -236,6 +239,7 @@ def flip_middle_bytes(path: Path) -> bytes:
 
 
 def test_a_launcher_with_flipped_bytes_is_rebuilt_and_never_loaded(counting_cc, built, tmp_path):
+    skip_on_windows("it flips the .text section of an ELF file; test_windows.py damages a .pyd")
     source_file, name, so_file = built
     fake = shared_fake_driver(tmp_path)                  # built with $CC too, maybe
     builds = counting_cc()
@@ -263,6 +267,7 @@ def test_a_launcher_with_flipped_bytes_is_rebuilt_and_never_loaded(counting_cc, 
 def test_a_damaged_launcher_that_cannot_be_removed_is_rebuilt_under_another_name(
         counting_cc, built, monkeypatch):
     """As on Windows, where a loaded .pyd can be neither deleted nor replaced."""
+    skip_on_windows("it damages an ELF file; test_windows.py covers a locked .pyd for real")
     source_file, name, so_file = built
     flip_middle_bytes(so_file)
     locked = {so_file}
@@ -285,6 +290,7 @@ def test_a_damaged_launcher_that_cannot_be_removed_is_rebuilt_under_another_name
 
 
 def test_a_module_and_its_ref_are_one_cache_entry(counting_cc, built, tmp_path):
+    skip_on_windows("this process has the launcher loaded, so Windows keeps the file")
     from cubinrun.cache_entries import clear, summarize
     [launchers] = [kind for kind in summarize(tmp_path / "cache") if kind.kind.name == "launchers"]
     assert (launchers.entries, launchers.temporary_files) == (1, 0)
@@ -302,6 +308,7 @@ def test_a_damaged_or_foreign_ref_is_a_miss(tmp_path, ref_text):
 
 
 def test_a_compiler_that_hangs_is_killed_after_the_timeout(tmp_path, monkeypatch):
+    skip_on_windows("the hanging compiler is a shell script")
     started = tmp_path / "started-pid"
     hanging = tmp_path / "hanging-cc"
     hanging.write_text(f'#!/bin/sh\nsleep 60 &\necho $! > "{started}"\nwait\n')
@@ -328,6 +335,7 @@ def test_a_compiler_that_hangs_is_killed_after_the_timeout(tmp_path, monkeypatch
 
 
 def test_a_hanging_compiler_ends_a_dry_run_with_exit_3_and_one_line(tmp_path):
+    skip_on_windows("the hanging compiler is a shell script")
     hanging = tmp_path / "hanging-cc"
     hanging.write_text("#!/bin/sh\nexec sleep 60\n")
     hanging.chmod(0o755)

@@ -23,7 +23,7 @@ from cubinrun.run import RunOptions
 from cubinrun.runs import executor
 from cubinrun.runs.expand import expand
 from cubinrun.runs.outcome import most_severe
-from conftest import needs_scipy
+from conftest import needs_scipy, skip_on_windows
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
@@ -215,6 +215,8 @@ def workers(monkeypatch, fake_libcuda):
 ])
 def test_a_fault_ends_only_its_own_run_in_worker_processes(workers, passing, fault, message,
                                                            capsys):
+    if fault == "FAKECUDA_CRASH":
+        skip_on_windows("the fake crash is a SIGKILL")
     workers.setenv(fault, "fault_kernel")
     code, out, err = run_cli(capsys, "launch", "--json", passing, CONFIGS / "fault.yaml",
                              passing, "--no-bench")

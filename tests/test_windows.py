@@ -27,7 +27,7 @@ LAUNCH = textwrap.dedent("""
     import sys
     from cubinrun.launcher import build_launcher
     module = build_launcher(open(sys.argv[1]).read(), sys.argv[2])
-    module.launch(module.Config(0xF00D, (32,)), 1, 1, 1, 0, None, 7)
+    module.launch(module.Config(0xF00D, (32,)), 1, 1, 1, 0, 7)
     print(module.__file__)
 """)
 
@@ -40,7 +40,7 @@ def test_the_launcher_is_a_windows_extension_and_drives_the_fake_driver_dll(tmp_
         assert path.suffix == ".pyd" and path.read_bytes()[:2] == b"MZ"
         assert Path(os.environ["CUBINRUN_CACHE_DIR"]) in path.parents
         fake.set_param_sizes([4, 8])
-        module.launch(module.Config(0xBEEF, (64,)), 3, 1, 1, 0, None, 0x12345678, 0x1000)
+        module.launch(module.Config(0xBEEF, (64,)), 3, 1, 1, 0, 0x12345678, 0x1000)
         [launch] = fake.launches()
     assert (launch.function, launch.grid, launch.block) == (0xBEEF, (3, 1, 1), (64, 1, 1))
     assert launch.params == [(0x12345678).to_bytes(4, "little"), (0x1000).to_bytes(8, "little")]
