@@ -166,9 +166,15 @@ def test_concurrent_builds_of_one_launcher_all_succeed(counting_cc, tmp_path):
         assert process.returncode == 0, err
         assert out.strip() == "('u8', '*kfp16', 'bf16')"
     files = launcher_files(tmp_path / "cache")              # and no partial file left behind
+    assert all(f.name.startswith(name + ".") for f in files)
+    if sys.platform == "win32":
+        # A PE file carries its link time: builds racing each other differ in bytes,
+        # and one that another process has loaded stays beside the one the ref names.
+        assert [f.suffix for f in files].count(".ref") == 1
+        assert all(f.suffix == ".pyd" for f in module_files(tmp_path / "cache"))
+        return
     [module] = module_files(tmp_path / "cache")
     assert sorted(f.suffix for f in files) == [".ref", ".so"] and module.name.endswith(".abi3.so")
-    assert all(f.name.startswith(name + ".") for f in files)
 
 
 def test_a_compiler_failure_is_a_build_error_with_the_compiler_log(counting_cc, tmp_path):
