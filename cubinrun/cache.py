@@ -3,14 +3,20 @@ parsed cubin facts; and how a cache file is written."""
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
 
 def cache_root() -> Path:
-    """$CUBINRUN_CACHE_DIR, else $XDG_CACHE_HOME/cubinrun, else ~/.cache/cubinrun."""
+    """$CUBINRUN_CACHE_DIR, else on Windows %LOCALAPPDATA%\\cubinrun, else
+    $XDG_CACHE_HOME/cubinrun, else ~/.cache/cubinrun."""
     if explicit := os.environ.get("CUBINRUN_CACHE_DIR"):
         return Path(explicit)
+    if sys.platform == "win32":
+        # Local, not Roaming: launchers are built for this machine's compiler.
+        local = os.environ.get("LOCALAPPDATA", "")
+        return Path(local if os.path.isabs(local) else _home() / "AppData" / "Local") / "cubinrun"
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     # The XDG Base Directory spec: a relative path is invalid and is ignored.
     base = xdg if os.path.isabs(xdg) else _home() / ".cache"

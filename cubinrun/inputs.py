@@ -38,7 +38,7 @@ def read_bounded(path: str | os.PathLike, limit: int, what: str) -> bytes:
             raise SpecError(f"{path}: is a directory, not a {what} file")
         if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode)):
             raise SpecError(f"{path}: not a regular file (a {what} file is read whole)")
-        if hasattr(os, "set_blocking"):
+        if hasattr(os, "O_NONBLOCK"):   # Windows has neither O_NONBLOCK nor FIFOs to fear
             os.set_blocking(fd, True)
         chunks, size = [], 0
         while size <= limit:

@@ -75,7 +75,7 @@ MAX_SIGNATURE_CHARS = 64 * KiB
 MAX_PARAMS = 32_764
 
 # --- binaries and Triton metadata ---------------------------------------------
-# libstdc++'s demangler recurses on a name's structure: a crafted symbol of
+# A demangler recurses on a name's structure: a crafted symbol of
 # megabytes could exhaust the C stack. Real mangled names stay far below this.
 MAX_DEMANGLE_CHARS = 4096
 # A kernel's name in Triton's JSON.

@@ -69,9 +69,19 @@ def guess_type(param: ParamInfo) -> tuple[str, str]:
             f"{where}: a struct or array passed by value; list its members in order")
 
 
+def path_from(spec_dir: Path, target: Path) -> str:
+    """How the spec names `target`: relative to its folder, with forward slashes
+    (YAML-friendly, and Windows takes them); absolute when on another drive."""
+    target = target.resolve()
+    try:
+        return Path(os.path.relpath(target, spec_dir.resolve())).as_posix()
+    except ValueError:          # Windows: path is on mount 'D:', start on mount 'C:'
+        return target.as_posix()
+
+
 def _guessed_starter(info: CubinInfo, kernel: KernelInfo, cubin: Path, spec_dir: Path,
                      note: str | None = None) -> str:
-    rel = os.path.relpath(cubin.resolve(), spec_dir.resolve())
+    rel = path_from(spec_dir, cubin)
     guesses = [(f"p{p.ordinal}", *guess_type(p)) for p in kernel.params]
     lines = [f"# Starter spec for {kernel.demangled or kernel.name} ({info.arch}), written by "
              "`cubinrun init`."]
@@ -120,7 +130,7 @@ def _triton_entry(cubin: Path):
 
 
 def _triton_starter(entry, kernel: KernelInfo, spec_dir: Path) -> str:
-    rel = os.path.relpath(entry.json_path.resolve(), spec_dir.resolve())
+    rel = path_from(spec_dir, entry.json_path)
     params = entry.signature.params
     n = _size_var([name for name, _ in params])
     lines = [f"# Starter spec for the Triton kernel {entry.name}, written by `cubinrun init`.",

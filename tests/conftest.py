@@ -3,6 +3,8 @@ unless a driver and a device answer."""
 from __future__ import annotations
 
 import functools
+import importlib.util
+import sys
 import os
 import textwrap
 from pathlib import Path
@@ -12,6 +14,35 @@ import pytest
 import cubinrun
 
 REPO = Path(__file__).resolve().parent.parent
+
+# SciPy decides compare's verdicts. The Wine stage (.ci/wine) has none: every
+# cp313 SciPy wheel's OpenBLAS calls ucrtbase.crealf as it loads, which Wine 8
+# lacks (Windows has it). Tests that need it say so with this mark.
+needs_scipy = pytest.mark.skipif(
+    importlib.util.find_spec("scipy") is None,
+    reason="needs SciPy (absent under Wine 8: its OpenBLAS calls ucrtbase.crealf)")
+
+
+@functools.lru_cache(maxsize=None)
+def under_wine() -> bool:
+    """Windows Python run by Wine (.ci/wine): ntdll exports wine_get_version."""
+    if sys.platform != "win32":
+        return False
+    import ctypes
+    return hasattr(ctypes.WinDLL("ntdll"), "wine_get_version")
+
+
+def skip_under_wine(why: str) -> None:
+    """Skip where Wine differs from Windows (real Windows is expected to pass)."""
+    if under_wine():
+        pytest.skip(f"Wine differs from Windows: {why}")
+
+
+def skip_on_windows(why: str) -> None:
+    """Skip a test whose means are POSIX-only by nature (a #! script standing in
+    for a tool, a shell-script compiler, dlopen, FIFOs), saying which."""
+    if sys.platform == "win32":
+        pytest.skip(f"POSIX only: {why}")
 # Where `import cubinrun` found the package: the checkout for an editable
 # install, site-packages for a wheel (.ci/wheel). Subprocesses that must run
 # the same package put this on PYTHONPATH, never REPO.

@@ -180,7 +180,7 @@ def test_random_structs_match_the_c_compilers_layout(tmp_path):
     source.write_text("#include <stddef.h>\n#include <stdio.h>\n" + "\n".join(decls.lines)
                       + "\nint main(void) {\n" + "\n".join(prints) + "\nreturn 0;\n}\n")
     binary = tmp_path / "layout"
-    subprocess.run([*find_compiler(), "-std=c11", str(source), "-o", str(binary)], check=True)
+    subprocess.run(find_compiler().executable([str(source)], str(binary), ["-std=c11"]), check=True)
     lines = subprocess.run([str(binary)], check=True, capture_output=True,
                            text=True).stdout.splitlines()
     for ty, line in zip(types, lines, strict=True):

@@ -42,7 +42,9 @@ def test_gen_prints_c_that_compiles_against_cuda_h_alone(capsys, tmp_path):
     assert code == 0 and "cuLaunchKernelEx" in out and "CONVERT(3, to_i32, p3);" in out
     source = tmp_path / "launcher.c"
     source.write_text(out)
-    subprocess.run(["cc", "-fsyntax-only", f"-I{find_cuda_include()}", str(source)], check=True)
+    from cubinrun.launcher.compilers import find_compiler
+    subprocess.run([*find_compiler().command, "-fsyntax-only", f"-I{find_cuda_include()}",
+                    str(source)], check=True)
 
 
 def test_gen_from_a_compact_signature_and_to_a_file(capsys, tmp_path):
@@ -73,7 +75,7 @@ def test_dry_run_plan_as_json(capsys):
     assert plan["scratch"]["params"] == 2
     ctas = plan["launched_grid"][0]
     assert plan["scratch"]["global"] == {"size": 1024, "align": 128, "nbytes": 1024 * ctas}
-    assert plan["binary"]["arch"] == "sm_90" and plan["launcher"].endswith(".so")
+    assert plan["binary"]["arch"] == "sm_90" and plan["launcher"].endswith((".so", ".pyd"))
 
 
 def test_dry_run_table(capsys):

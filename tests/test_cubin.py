@@ -215,6 +215,21 @@ def test_demangle_rejects_non_symbols():
     assert demangle("_Z3fooi") == "foo(int)"
 
 
+def test_demangle_needs_no_libstdcxx():
+    """cpp-demangle does it on every platform (Windows has no libstdc++)."""
+    pytest.importorskip("cpp_demangle")
+    assert demangle("_Z5scaleIfEvPT_S0_i") == "void scale<float>(float*, float, int)"
+    assert demangle("_ZN4cute4copyEv") == "cute::copy()"
+    assert demangle("_Z" + "A" * 5000) is None                  # past MAX_DEMANGLE_CHARS
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the fallback is libstdc++, a Linux library")
+def test_without_cpp_demangle_libstdcxx_demangles(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cpp_demangle", None)     # import fails
+    assert demangle("_Z5scaleIdEvPT_S0_i") == "void scale<double>(double*, double, int)"
+    assert demangle("_Znot a symbol") is None
+
+
 def test_kernel_lookup(infos):
     info = infos["resources.sm_90.cubin"]
     assert info.kernel("void scale<float>(float*, float, int)").name == "_Z5scaleIfEvPT_S0_i"

@@ -24,6 +24,7 @@ from test_runs import in_process, passing, workers  # noqa: F401 (fixtures)
 from cubinrun.cli.sanitize import optional_tool
 from cubinrun.debug.sanitizer import ERROR_EXIT
 from cubinrun.results.rows import check_word, failed_checks
+from conftest import skip_on_windows
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
@@ -111,6 +112,7 @@ sys.exit({error_exit} if bad else 0)
 @pytest.fixture
 def sanitizer_calls(tmp_path, monkeypatch):
     """The stand-in tool on PATH; returns a function that reads its calls' arguments."""
+    skip_on_windows("the stand-in tool is a script with a #! line")
     record = tmp_path / "calls.jsonl"
     script = tmp_path / "bin" / "compute-sanitizer"
     script.parent.mkdir()

@@ -14,6 +14,7 @@ from test_run_fake import run_cli
 
 from cubinrun.debug.profiler import ncu_command, parse_details, summarize
 from cubinrun.errors import UsageError
+from conftest import skip_on_windows
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "debug"
@@ -96,6 +97,7 @@ sys.exit({code})
 
 @pytest.fixture
 def stand_in(tmp_path, monkeypatch):
+    skip_on_windows("the stand-in tool is a script with a #! line")
     def make(code=0):
         record = tmp_path / "args.json"
         script = tmp_path / "bin" / "ncu"

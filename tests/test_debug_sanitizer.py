@@ -17,6 +17,7 @@ from cubinrun.debug import sanitizer, tools
 from cubinrun.debug.sanitizer import (ERROR_EXIT, find_sanitizer, group_findings, parse_text,
                                       parse_xml, sanitizer_command)
 from cubinrun.errors import CudaError
+from conftest import skip_on_windows
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "debug"
@@ -153,6 +154,7 @@ sys.exit({code})
 
 
 def stand_in(tmp_path, monkeypatch, case, code, stdout="", stderr=""):
+    skip_on_windows("the stand-in tool is a script with a #! line")
     record = tmp_path / "args.json"
     script = tmp_path / "bin" / "compute-sanitizer"
     script.parent.mkdir(exist_ok=True)

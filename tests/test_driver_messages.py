@@ -2,6 +2,8 @@
 CUBINRUN_LIBCUDA changes what launchers open, and a message must say so."""
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from cubinrun import driver
@@ -19,8 +21,9 @@ def test_without_the_override_the_message_names_libcuda(monkeypatch):
     monkeypatch.setattr(driver, "_cuda", lambda: type("cu", (), {"cuInit": _no_library}))
     with pytest.raises(CudaError) as error:
         driver.call("cuInit", 0)
-    assert str(error.value) == ("no NVIDIA driver found: cuInit could not load libcuda.so.1 "
+    assert str(error.value) == (f"no NVIDIA driver found: cuInit could not load {driver.LIBCUDA} "
                                 "(not found on this system)")
+    assert driver.LIBCUDA == ("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
 
 
 def test_with_the_override_the_message_says_what_it_changes(monkeypatch):

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from cubinrun.cli import main
+from conftest import skip_on_windows
 
 REPO = Path(__file__).resolve().parent.parent
 CUBIN = REPO / "kernels" / "build" / "vector_add.sm_90.cubin"
@@ -197,12 +198,14 @@ def test_npy_headers_are_checked_before_anything_is_loaded(capsys, spec, tmp_pat
 # --- files ------------------------------------------------------------------
 
 def test_dev_zero_is_not_read_without_limit(capsys, spec):
+    skip_on_windows("/dev/zero")
     assert "larger than 256 MiB" in error_line(capsys, "inspect", "/dev/zero")
     line = error_line(capsys, "launch", "--dry-run", spec(BASE.replace(str(CUBIN), "/dev/zero")))
     assert "kernel.cubin: /dev/zero: larger than 256 MiB" in line
 
 
 def test_a_fifo_is_refused_without_blocking(capsys, tmp_path):
+    skip_on_windows("FIFOs (os.mkfifo)")
     fifo = tmp_path / "k.cubin"
     os.mkfifo(fifo)
     assert "not a regular file" in error_line(capsys, "inspect", fifo)
@@ -381,6 +384,7 @@ def run_cubinrun(*args: str, stdout=subprocess.PIPE) -> subprocess.CompletedProc
 
 
 def test_stdout_closed_early_is_quiet():
+    skip_on_windows("a shell pipeline into head closing stdout early")
     for args in (["inspect", str(CUBIN)], ["launch", "--dry-run", str(REPO / "configs" / "vector_add.yaml")],
                  ["gen", "--signature", "*fp32," * 50 + "i32"]):
         shell = subprocess.run(

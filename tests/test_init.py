@@ -123,3 +123,16 @@ def test_dash_o_keeps_an_existing_file_unless_forced(capsys, tmp_path, command):
 def test_dash_o_into_a_missing_folder_is_one_line(capsys, tmp_path):
     code, _, err = run(capsys, "gen", "--signature", "i32", "-o", tmp_path / "no" / "l.c")
     assert code == 2 and "cannot write" in one_line(err)
+
+
+def test_a_spec_names_a_cubin_on_another_drive_by_its_absolute_path(tmp_path, monkeypatch):
+    """On Windows relpath raises across drives (C: and D:): the path stays absolute."""
+    from cubinrun import starter
+
+    def across_drives(path, start):
+        raise ValueError(f"path is on mount 'D:', start on mount 'C:'")
+
+    cubin = tmp_path / "k.cubin"
+    assert starter.path_from(tmp_path / "specs" / "..", cubin) == "k.cubin"
+    monkeypatch.setattr(starter.os.path, "relpath", across_drives)
+    assert starter.path_from(tmp_path, cubin) == cubin.resolve().as_posix()

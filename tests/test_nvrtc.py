@@ -9,6 +9,7 @@ import pytest
 from cubinrun.binary import nvrtc as nv
 from cubinrun.cache import cache_root
 from cubinrun.errors import BuildError, UsageError
+from conftest import skip_on_windows
 
 ADD_ONE = 'extern "C" __global__ void add_one(float* x) { x[threadIdx.x] += 1.0f; }\n'
 
@@ -158,6 +159,7 @@ def test_missing_nvrtc_says_what_to_install(monkeypatch):
 
 
 def test_cache_root_follows_the_environment(monkeypatch, tmp_path):
+    skip_on_windows("XDG_CACHE_HOME is not used on Windows (%LOCALAPPDATA% is)")
     monkeypatch.delenv("CUBINRUN_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert cache_root() == tmp_path / "xdg" / "cubinrun"

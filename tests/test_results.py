@@ -13,6 +13,7 @@ from cubinrun.cli import main
 from cubinrun.errors import EXIT_REGRESSION, EXIT_USAGE, UsageError
 from cubinrun.results.compare import compare_pair, compare_results, decide, parse_threshold
 from cubinrun.results.reader import read_results
+from conftest import needs_scipy
 
 
 def run(capsys, *args):
@@ -45,6 +46,7 @@ def draw(seed, median=10.0, noise=0.01, n=200):
     return median * (1 + noise * rng.standard_normal(n)) + rng.exponential(noise * median, n)
 
 
+@needs_scipy
 def test_a_5_percent_slowdown_with_low_noise_is_slower():
     c = compare_pair(result(draw(1)), result(draw(2, median=10.5)))
     assert c.verdict == "SLOWER" and c.method == "mann-whitney" and c.p_value < 1e-6
@@ -52,6 +54,7 @@ def test_a_5_percent_slowdown_with_low_noise_is_slower():
     assert compare_pair(result(draw(2, median=10.5)), result(draw(1))).verdict == "FASTER"
 
 
+@needs_scipy
 def test_two_draws_of_one_distribution_are_same_in_95_of_100_seeds():
     verdicts = [compare_pair(result(draw(2 * seed)), result(draw(2 * seed + 1))).verdict
                 for seed in range(100)]
@@ -59,6 +62,7 @@ def test_two_draws_of_one_distribution_are_same_in_95_of_100_seeds():
     assert "SLOWER" not in verdicts
 
 
+@needs_scipy
 def test_high_noise_is_ambiguous_and_says_so():
     c = compare_pair(result(draw(3, noise=0.3, n=40)), result(draw(4, noise=0.3, n=40)))
     assert c.verdict == "AMBIGUOUS" and "too noisy" in c.reason
@@ -73,6 +77,7 @@ def test_without_samples_the_median_intervals_decide():
     assert compare_pair(base, slow).verdict == "SLOWER"
 
 
+@needs_scipy
 def test_a_moved_sm_clock_makes_it_ambiguous():
     c = compare_pair(result(draw(1)), result(draw(2, median=10.5), clock=1700.0))
     assert c.verdict == "AMBIGUOUS" and "SM clock moved 1980 -> 1700 MHz" in c.reason
@@ -93,6 +98,7 @@ def test_threshold_forms():
             parse_threshold(bad)
 
 
+@needs_scipy
 def test_runs_match_by_spec_kernel_and_point_or_by_file_name():
     base = [result(draw(1), point={"N": 1024}), result(draw(2), point={"N": 2048}),
             result(draw(3), spec="configs/gone.yaml")]
@@ -111,6 +117,7 @@ def write(path: Path, results: list[dict], jsonl=False) -> Path:
     return path
 
 
+@needs_scipy
 def test_compare_command_exit_5_on_slower_and_json(capsys, tmp_path):
     base = write(tmp_path / "base.json", [result(draw(1), point={"N": 1}),
                                           result(draw(2), point={"N": 2})])
@@ -125,6 +132,7 @@ def test_compare_command_exit_5_on_slower_and_json(capsys, tmp_path):
     assert [c["verdict"] for c in document["comparisons"]] == ["SAME", "SAME"]   # 10% < 15%
 
 
+@needs_scipy
 def test_compare_refuses_another_gpu_model_unless_told(capsys, tmp_path):
     base = write(tmp_path / "b.json", [result(draw(1))])
     new = write(tmp_path / "n.json", [result(draw(2), device="NVIDIA H100")])
@@ -187,6 +195,7 @@ def test_plot_of_a_saved_sweep(capsys, tmp_path, suffix):
 
 
 def test_plot_errors_are_one_line(capsys, tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")       # the plot extra (the Wine stage has none)
     saved = write(tmp_path / "flat.json", [result(draw(1)), result(draw(2), spec="b.yaml")])
     code, _, err = run(capsys, "plot", saved, "-o", tmp_path / "p.png")
     assert code == EXIT_USAGE and "no sweep" in err and err.count("\n") == 1

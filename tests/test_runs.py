@@ -23,6 +23,7 @@ from cubinrun.run import RunOptions
 from cubinrun.runs import executor
 from cubinrun.runs.expand import expand
 from cubinrun.runs.outcome import most_severe
+from conftest import needs_scipy, skip_on_windows
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
@@ -140,6 +141,7 @@ def test_one_run_keeps_the_single_result_document(device, in_process, passing, c
     assert "samples_us" not in report["timing"]
 
 
+@needs_scipy
 def test_baseline_same_then_slower_exits_5(device, in_process, passing, tmp_path, capsys):
     baseline = tmp_path / "base.json"
     code, out, _ = run_cli(capsys, "launch", "--json", "--samples", passing, "--axis",
@@ -165,6 +167,7 @@ def test_baseline_same_then_slower_exits_5(device, in_process, passing, tmp_path
     assert failure.get("type") == "regression" and "SLOWER" in failure.get("message")
 
 
+@needs_scipy
 def test_baseline_from_another_gpu_model_is_refused(device, in_process, passing, tmp_path,
                                                     capsys):
     code, out, _ = run_cli(capsys, "launch", "--json", passing, *FAST)
@@ -212,6 +215,8 @@ def workers(monkeypatch, fake_libcuda):
 ])
 def test_a_fault_ends_only_its_own_run_in_worker_processes(workers, passing, fault, message,
                                                            capsys):
+    if fault == "FAKECUDA_CRASH":
+        skip_on_windows("the fake crash is a SIGKILL")
     workers.setenv(fault, "fault_kernel")
     code, out, err = run_cli(capsys, "launch", "--json", passing, CONFIGS / "fault.yaml",
                              passing, "--no-bench")

@@ -503,11 +503,24 @@ def _dim3_from_json(value: list[int] | None) -> Dim3 | None:
 
 
 def demangle(name: str) -> str | None:
-    """The C++ name of a mangled symbol, through libstdc++; None if not mangled."""
-    import ctypes
-
+    """The C++ name of a mangled symbol; None if not mangled (or no demangler).
+    cpp-demangle (a wheel for every platform, Windows included) does it; where
+    it is not installed, libstdc++'s __cxa_demangle does on Linux."""
     if not name.startswith("_Z") or len(name) > MAX_DEMANGLE_CHARS:
         return None
+    try:
+        import cpp_demangle
+    except ImportError:
+        return _demangle_with_libstdcxx(name)
+    try:
+        return cpp_demangle.demangle(name)
+    except ValueError:          # not a well-formed symbol
+        return None
+
+
+def _demangle_with_libstdcxx(name: str) -> str | None:
+    import ctypes
+
     cxa = _cxa_demangle()
     if cxa is None:
         return None

@@ -18,8 +18,6 @@ import importlib.machinery
 import importlib.util
 import math
 import os
-import shlex
-import shutil
 import signal
 import sys
 import sysconfig
@@ -31,30 +29,12 @@ from ..cache import cache_root, mark_used, prune_now_and_then
 from ..errors import BuildError, UsageError
 from .cache_entry import store, verified_module
 from .codegen import generate_source, module_name_for
+from .compilers import Compiler, find_compiler
 
-# No -I for Python: template.c declares the stable ABI it uses. Only the
-# module's init function is exported.
-CFLAGS = ("-O2", "-shared", "-fPIC", "-fvisibility=hidden")
-# The driver is opened at run time (dlopen; LoadLibrary on Windows, in kernel32): no -lcuda.
-LIBS = () if os.name == "nt" else ("-ldl",)
 DEFAULT_CC_TIMEOUT_S = 120.0    # a launcher compiles in about a second; zig's first run is slow
 
 _loaded: dict[Path, ModuleType] = {}
 _by_signature: dict[tuple[tuple[str, ...], int], ModuleType] = {}
-
-
-def find_compiler() -> list[str]:
-    """The compiler command: $CC (it may carry words, e.g. "ccache gcc"), else cc, gcc or clang."""
-    if env := os.environ.get("CC", "").strip():
-        words = shlex.split(env)
-        path = shutil.which(words[0])
-        if path is None:
-            raise BuildError(f"C compiler {words[0]!r} from $CC not found")
-        return [path, *words[1:]]
-    for name in ("cc", "gcc", "clang"):
-        if path := shutil.which(name):
-            return [path]
-    raise BuildError("no C compiler found (cc, gcc or clang): install one or set $CC")
 
 
 def find_cuda_include() -> str:
@@ -75,12 +55,10 @@ def find_cuda_include() -> str:
                      "to a CUDA toolkit")
 
 
-def cache_key(source: str, compiler: Sequence[str]) -> str:
-    """sha256 of what shapes the binary; the compiler's stat stands in for its version."""
-    real = os.path.realpath(compiler[0])
-    stat = os.stat(real)
-    parts = [source, real, str(stat.st_size), str(stat.st_mtime_ns), *compiler[1:],
-             *CFLAGS, *LIBS, sys.implementation.cache_tag or "",
+def cache_key(source: str, compiler: Compiler) -> str:
+    """sha256 of what shapes the binary: the source, the compiler (family, target,
+    its stat standing in for its version, its options) and the Python ABI."""
+    parts = [source, *compiler.identity(), *compiler.flags(), sys.implementation.cache_tag or "",
              sysconfig.get_config_var("SOABI") or "", sysconfig.get_config_var("EXT_SUFFIX") or "",
              sysconfig.get_platform()]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
@@ -163,21 +141,27 @@ def compile_timeout() -> float:
     return seconds
 
 
-def _compile(source: str, module_name: str, compiler: Sequence[str], prefix: Path) -> Path:
-    """Compile into a partial file, then move it into the cache entry."""
+def _compile(source: str, module_name: str, compiler: Compiler, prefix: Path) -> Path:
+    """Compile into a partial file, then move it into the cache entry. The
+    source goes in a file (cl.exe reads no stdin), in a scratch folder that also
+    takes what MSVC and TinyCC write besides the library."""
     import tempfile  # only on a cache miss: start-up time matters on a hit
 
-    includes = [f"-I{find_cuda_include()}"]
+    includes = [find_cuda_include()]
     timeout = compile_timeout()
     prefix.parent.mkdir(parents=True, exist_ok=True)
     fd, partial = tempfile.mkstemp(dir=prefix.parent, prefix=f".{prefix.name}.", suffix=".partial")
     os.close(fd)
-    command = [*compiler, *CFLAGS, *includes, "-x", "c", "-", "-o", partial, *LIBS]
     try:
-        returncode, log = _run_compiler(command, timeout, module_name, input=source)
+        with tempfile.TemporaryDirectory(prefix="cubinrun-build-") as workdir:
+            source_file = os.path.join(workdir, f"{module_name}.c")
+            with open(source_file, "w") as f:
+                f.write(source)
+            command = compiler.shared_library(source_file, partial, includes, workdir)
+            returncode, log = _run_compiler(command, timeout, module_name, cwd=workdir)
         if returncode != 0:
-            raise BuildError(f"compiling launcher {module_name} failed: {Path(compiler[0]).name} "
-                             f"exited with {returncode}", log=log)
+            raise BuildError(f"compiling launcher {module_name} failed: "
+                             f"{Path(compiler.command[0]).name} exited with {returncode}", log=log)
         return store(prefix, Path(partial), _ext_suffix())
     finally:
         if os.path.exists(partial):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ctypes
 import os
 import subprocess
+import sys
+import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,9 +129,12 @@ def _launch_of(raw: _FakeLaunch, sizes: list[int]) -> Launch:
 
 def build_fake_driver(folder: Path) -> FakeDriver:
     """Compile fake_libcuda.c into `folder` and load it (tests want `shared_fake_driver`)."""
-    path = folder / "libcuda_fake.so"
-    subprocess.run([*find_compiler(), "-O1", "-shared", "-fPIC", f"-I{find_cuda_include()}",
-                    str(SOURCE), "-o", str(path)], check=True, capture_output=True)
+    # Not nvcuda.dll on Windows: cuda.bindings would take a loaded module of that name.
+    path = folder / ("fake_cuda.dll" if sys.platform == "win32" else "libcuda_fake.so")
+    with tempfile.TemporaryDirectory() as workdir:
+        command = find_compiler().shared_library(str(SOURCE), str(path), [find_cuda_include()],
+                                                 workdir, optimize="-O1", link_python=False)
+        subprocess.run(command, check=True, capture_output=True, cwd=workdir)
     return FakeDriver(path)
 
 

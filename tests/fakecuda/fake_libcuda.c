@@ -19,6 +19,14 @@
 
 #include "cuda.h"
 
+#ifdef _WIN32 /* msvcrt and the UCRT have no aligned_alloc: their own pair instead */
+#include <malloc.h>
+#define aligned_alloc(alignment, size) _aligned_malloc((size), (alignment))
+#define aligned_free _aligned_free
+#else
+#define aligned_free free
+#endif
+
 #define MAX_LAUNCHES 64
 #define MAX_PARAMS 64
 #define MAX_PARAM_BYTES 4096
@@ -206,7 +214,7 @@ CUresult cuMemAlloc(CUdeviceptr *pointer, size_t nbytes) {
   return CUDA_SUCCESS;
 }
 CUresult cuMemFree(CUdeviceptr pointer) {
-  free((void *)(uintptr_t)pointer);
+  aligned_free((void *)(uintptr_t)pointer);
   return CUDA_SUCCESS;
 }
 CUresult cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n) {
