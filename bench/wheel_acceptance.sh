@@ -9,8 +9,12 @@ set -eu
 root=$PWD
 wheel=$(ls "$root"/.whl/dist/cubinrun-*.whl)
 work=$(mktemp -d)
-python3 -m venv --system-site-packages "$work/venv"
-"$work/venv/bin/python" -m pip install -q --no-index --no-deps "$wheel" "$root"/.whl/pyelftools-*.whl
+python3 -m venv "$work/venv"
+# The machine's packages (numpy, cuda-python, ...) through a .pth: its python3
+# may itself be a venv, whose packages --system-site-packages would not see.
+python3 -c 'import site; print("\n".join(site.getsitepackages()))' \
+    > "$(ls -d "$work"/venv/lib/python3*/site-packages)/machine.pth"
+"$work/venv/bin/python" -m pip install -q --no-index --no-deps "$wheel" "$root"/.whl/pyelftools-*.whl "$root"/.whl/cpp_demangle-*.whl
 mkdir -p "$work/x/configs" "$work/x/kernels/build"
 cp "$root/configs/vector_add.yaml" "$work/x/configs/"
 cp "$root/kernels/build/vector_add.sm_90.cubin" "$work/x/kernels/build/"
