@@ -27,7 +27,11 @@ _PLAIN_WORDS = {
 
 @functools.lru_cache(maxsize=None)
 def _cuda():
-    from cuda.bindings import driver
+    try:
+        from cuda.bindings import driver
+    except ImportError as e:            # a --no-deps install, or a broken environment
+        raise CudaError(f"cuda-python is not importable ({e}): pip install 'cuda-python>=13,<14'",
+                        call="import cuda.bindings") from None
     return driver
 
 

@@ -59,3 +59,16 @@ def spec_text(tmp_path):
     path = tmp_path / "vector_add_fp16.yaml"
     path.write_text(text)
     return path
+
+
+def test_cuda_python_missing_is_one_line_with_the_fix(monkeypatch):
+    """A --no-deps install without cuda-python: exit 4 and the pip line, not a traceback."""
+    monkeypatch.setitem(sys.modules, "cuda.bindings", None)     # makes the import fail
+    driver._cuda.cache_clear()
+    try:
+        with pytest.raises(CudaError) as error:
+            driver.call("cuInit", 0)
+    finally:
+        driver._cuda.cache_clear()
+    assert error.value.exit_code == 4 and error.value.call == "import cuda.bindings"
+    assert "pip install 'cuda-python>=13,<14'" in str(error.value) and "\n" not in str(error.value)
