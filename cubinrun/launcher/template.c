@@ -621,6 +621,19 @@ static int address_from_data_ptr(PyObject *o, int k, unsigned long long *address
   return ok ? 0 : -1;
 }
 
+/* "0x7f..." as on Linux everywhere: PyErr_Format's %p pads it on Windows. */
+static const char *hex_address(char buffer[19], uint64_t value) {
+  char *p = buffer + 18;
+  *p = '\0';
+  do {
+    *--p = "0123456789abcdef"[value & 15];
+    value >>= 4;
+  } while (value);
+  *--p = 'x';
+  *--p = '0';
+  return p;
+}
+
 static int check_device_pointer(unsigned long long address, int k, CUdeviceptr *out) {
   if (need_driver() < 0)
     return -1;
@@ -630,9 +643,10 @@ static int check_device_pointer(unsigned long long address, int k, CUdeviceptr *
                                              (CUdeviceptr)address);
   PyEval_RestoreThread(saved);
   if (result == CUDA_ERROR_INVALID_VALUE) {
+    char text[19];
     PyErr_Format(PyExc_ValueError,
-                 "argument %d: pointer %p is not device memory (host pointer?)", k,
-                 (void *)(uintptr_t)address);
+                 "argument %d: pointer %s is not device memory (host pointer?)", k,
+                 hex_address(text, (uint64_t)address));
     return -1;
   }
   if (result != CUDA_SUCCESS) {

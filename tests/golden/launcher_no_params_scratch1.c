@@ -231,7 +231,7 @@ static inline int PyList_Check(PyObject *o) { return type_has_flag(o, Py_TPFLAGS
 /* ABI is bumped when the calling convention changes. launch() takes
    FIXED_ARGS (config, gridX, gridY, gridZ, stream), then NUM_PARAMS kernel
    arguments; NUM_SCRATCH pointers from the Config follow them. */
-#define MODULE_NAME "cubinrun_launcher_cd2bb081ec6ec47f"
+#define MODULE_NAME "cubinrun_launcher_055e03f6101cb6ba"
 #define ABI 1
 #define FIXED_ARGS 5
 #define NUM_PARAMS 0
@@ -621,6 +621,19 @@ static int address_from_data_ptr(PyObject *o, int k, unsigned long long *address
   return ok ? 0 : -1;
 }
 
+/* "0x7f..." as on Linux everywhere: PyErr_Format's %p pads it on Windows. */
+static const char *hex_address(char buffer[19], uint64_t value) {
+  char *p = buffer + 18;
+  *p = '\0';
+  do {
+    *--p = "0123456789abcdef"[value & 15];
+    value >>= 4;
+  } while (value);
+  *--p = 'x';
+  *--p = '0';
+  return p;
+}
+
 static int check_device_pointer(unsigned long long address, int k, CUdeviceptr *out) {
   if (need_driver() < 0)
     return -1;
@@ -630,9 +643,10 @@ static int check_device_pointer(unsigned long long address, int k, CUdeviceptr *
                                              (CUdeviceptr)address);
   PyEval_RestoreThread(saved);
   if (result == CUDA_ERROR_INVALID_VALUE) {
+    char text[19];
     PyErr_Format(PyExc_ValueError,
-                 "argument %d: pointer %p is not device memory (host pointer?)", k,
-                 (void *)(uintptr_t)address);
+                 "argument %d: pointer %s is not device memory (host pointer?)", k,
+                 hex_address(text, (uint64_t)address));
     return -1;
   }
   if (result != CUDA_SUCCESS) {
@@ -1128,7 +1142,7 @@ static PyObject *make_signature_tuple(void) {
   return t;
 }
 
-PyMODINIT_FUNC PyInit_cubinrun_launcher_cd2bb081ec6ec47f(void) {
+PyMODINIT_FUNC PyInit_cubinrun_launcher_055e03f6101cb6ba(void) {
   ConfigType = (PyTypeObject *)PyType_FromSpec(&config_spec);
   if (!ConfigType)
     return NULL;
