@@ -44,6 +44,7 @@ class RunResult:
     event_offset_us: float | None = None             # subtracted from every sample
     saved: list[str] = field(default_factory=list)
     samples_us: list[float] | None = None            # kept with RunOptions.keep_samples
+    dropped_samples: int = 0                         # timing.corrected() says why
     sm_clock_mhz: list[float] = field(default_factory=list)   # measured while timing
     timing_s: float | None = None                    # wall time of the timing itself
     debug: list = field(default_factory=list)        # guard and repeat reports (debug/)
@@ -88,7 +89,7 @@ class RunResult:
         if self.timing is not None:
             timing = {**self.timing.to_json(), "l2": self.l2,
                       "event_offset_us": self.event_offset_us, **self.clock_json(),
-                      "elapsed_s": self.timing_s}
+                      "dropped_samples": self.dropped_samples, "elapsed_s": self.timing_s}
             if self.samples_us is not None:
                 timing["samples_us"] = self.samples_us
         return {
@@ -346,6 +347,7 @@ class _Run:
             result.timing_s = time.perf_counter() - started
             result.timing = Summary.from_samples(timed.samples_us)
             result.event_offset_us = timed.event_offset_us
+            result.dropped_samples = timed.dropped
             result.sm_clock_mhz = timed.sm_clock_mhz
             if self.options.keep_samples:
                 result.samples_us = timed.samples_us

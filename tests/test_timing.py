@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from cubinrun.timing import MAX_SAMPLES, MIN_SAMPLES, offset_from_medians, sample_count
+from cubinrun.timing import MAX_SAMPLES, MIN_SAMPLES, corrected, offset_from_medians, sample_count
 
 
 def test_the_offset_is_what_one_pair_reads_beyond_the_per_launch_slope():
@@ -35,3 +35,14 @@ def test_one_launch_count_is_not_enough():
 ])
 def test_sample_count_follows_the_budget_within_bounds(budget, estimate, expected):
     assert sample_count(budget, estimate) == expected
+
+
+def test_pairs_no_longer_than_the_offset_are_dropped_and_counted():
+    kept, dropped = corrected([6.5, 2.0, 6.7, 2.1, 6.6], offset=2.1)
+    assert kept == pytest.approx([4.4, 4.6, 4.5]) and dropped == 2
+    assert min(kept) > 0                    # a glitch never poses as the kernel's minimum
+
+
+def test_raw_pairs_keep_every_sample_and_all_too_short_are_kept_at_zero():
+    assert corrected([1.0, 2.0], offset=0.0) == ([1.0, 2.0], 0)
+    assert corrected([1.0, 2.0], offset=3.0) == ([0.0, 0.0], 0)
