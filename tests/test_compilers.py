@@ -149,7 +149,8 @@ def test_msvc_import_library_is_made_from_the_dll_exports(tmp_path, monkeypatch)
     dll = _mingw_dll(tmp_path)
     monkeypatch.setattr(compilers, "python_dll", lambda: dll)
     seen = {}
-    monkeypatch.setattr(compilers, "_run", lambda command, what: seen.setdefault("c", command))
+    monkeypatch.setattr(compilers, "_run",
+                        lambda command, what, doing: seen.setdefault("c", command))
     cl = tmp_path / "cl.exe"
     (tmp_path / "lib.exe").write_text("")
     library = compilers.python_import_library(Compiler(MSVC, (str(cl),), "$CC", True),

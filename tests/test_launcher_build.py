@@ -16,7 +16,7 @@ from fakecuda import recorded_launches, shared_fake_driver
 
 from cubinrun.errors import BuildError, UsageError
 from cubinrun.launcher import build, build_launcher, cache_entry, generate_source, load_launcher
-from cubinrun.launcher import module_name_for
+from cubinrun.launcher import module_name_for, tool_runs
 from cubinrun.launcher.build import cache_key, find_compiler, find_cuda_include
 from conftest import skip_on_windows
 
@@ -359,6 +359,6 @@ def test_a_hanging_compiler_ends_a_dry_run_with_exit_3_and_one_line(tmp_path):
 def test_a_bad_compiler_timeout_is_a_usage_error(monkeypatch, value):
     monkeypatch.setenv("CUBINRUN_CC_TIMEOUT", value)
     with pytest.raises(UsageError, match="CUBINRUN_CC_TIMEOUT must be a number of seconds > 0"):
-        build.compile_timeout()
+        tool_runs.compile_timeout()
     monkeypatch.setenv("CUBINRUN_CC_TIMEOUT", " 2.5 ")
-    assert build.compile_timeout() == 2.5
+    assert tool_runs.compile_timeout() == 2.5

@@ -6,9 +6,8 @@ cost start-up time), the flags, the Python ABI and the platform. Entries are
 written under a temporary name and renamed, so a process never imports a
 half-written file; an entry whose size or digest does not match what was
 written (cache_entry.py) is never imported, and one that is damaged or does
-not import is rebuilt once. A compiler that does not finish within
-$CUBINRUN_CC_TIMEOUT seconds (120) is killed. Loaded modules are also kept for
-the life of the process.
+not import is rebuilt once. The compiler runs with a time limit
+(tool_runs.py). Loaded modules are also kept for the life of the process.
 """
 from __future__ import annotations
 
@@ -16,9 +15,7 @@ import contextlib
 import hashlib
 import importlib.machinery
 import importlib.util
-import math
 import os
-import signal
 import sys
 import sysconfig
 from pathlib import Path
@@ -26,12 +23,11 @@ from types import ModuleType
 from typing import Sequence
 
 from ..cache import cache_root, mark_used, prune_now_and_then
-from ..errors import BuildError, UsageError
+from ..errors import BuildError
 from .cache_entry import store, verified_module
 from .codegen import generate_source, module_name_for
 from .compilers import Compiler, find_compiler
-
-DEFAULT_CC_TIMEOUT_S = 120.0    # a launcher compiles in about a second; zig's first run is slow
+from .tool_runs import run_tool
 
 _loaded: dict[Path, ModuleType] = {}
 _by_signature: dict[tuple[tuple[str, ...], int], ModuleType] = {}
@@ -127,20 +123,6 @@ def _import(module_name: str, path: Path) -> ModuleType:
     return module
 
 
-def compile_timeout() -> float:
-    """Seconds a launcher compile may take: $CUBINRUN_CC_TIMEOUT, else 120."""
-    text = os.environ.get("CUBINRUN_CC_TIMEOUT", "").strip()
-    if not text:
-        return DEFAULT_CC_TIMEOUT_S
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not 0 < seconds < math.inf:
-        raise UsageError(f"CUBINRUN_CC_TIMEOUT must be a number of seconds > 0, got {text[:40]!r}")
-    return seconds
-
-
 def _compile(source: str, module_name: str, compiler: Compiler, prefix: Path) -> Path:
     """Compile into a partial file, then move it into the cache entry. The
     source goes in a file (cl.exe reads no stdin), in a scratch folder that also
@@ -148,7 +130,6 @@ def _compile(source: str, module_name: str, compiler: Compiler, prefix: Path) ->
     import tempfile  # only on a cache miss: start-up time matters on a hit
 
     includes = [find_cuda_include()]
-    timeout = compile_timeout()
     prefix.parent.mkdir(parents=True, exist_ok=True)
     fd, partial = tempfile.mkstemp(dir=prefix.parent, prefix=f".{prefix.name}.", suffix=".partial")
     os.close(fd)
@@ -158,7 +139,8 @@ def _compile(source: str, module_name: str, compiler: Compiler, prefix: Path) ->
             with open(source_file, "w") as f:
                 f.write(source)
             command = compiler.shared_library(source_file, partial, includes, workdir)
-            returncode, log = _run_compiler(command, timeout, module_name, cwd=workdir)
+            returncode, log = run_tool(command, f"the C compiler {Path(command[0]).name}",
+                                       f"compiling launcher {module_name}", cwd=workdir)
         if returncode != 0:
             raise BuildError(f"compiling launcher {module_name} failed: "
                              f"{Path(compiler.command[0]).name} exited with {returncode}", log=log)
@@ -166,49 +148,3 @@ def _compile(source: str, module_name: str, compiler: Compiler, prefix: Path) ->
     finally:
         if os.path.exists(partial):
             os.unlink(partial)
-
-
-def _run_compiler(command: Sequence[str], timeout: float, module_name: str, *,
-                  input: str | None = None, cwd: str | None = None) -> tuple[int, str]:
-    """(exit status, its stderr then stdout). A compiler still running after
-    `timeout` seconds is killed with whatever it started (it runs in a process
-    group of its own), and so is one left behind by an interrupt."""
-    import subprocess
-    name = Path(command[0]).name
-    try:
-        process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
-            start_new_session=os.name != "nt")
-    except OSError as e:
-        raise BuildError(f"cannot run the C compiler {command[0]}: {e.strerror}") from None
-    try:
-        out, err = process.communicate(input, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill(process)
-        raise BuildError(f"the C compiler {name} did not finish compiling launcher {module_name} "
-                         f"within {timeout:g} s (CUBINRUN_CC_TIMEOUT sets the limit)") from None
-    except BaseException:
-        _kill(process)
-        raise
-    return process.returncode, err + out
-
-
-def _kill(process) -> None:
-    """Kill the compiler and what it started, then reap it without waiting
-    long on pipes that a straggler may still hold."""
-    import subprocess
-    if os.name == "nt":
-        with contextlib.suppress(OSError, subprocess.TimeoutExpired):   # the whole tree
-            subprocess.run(["taskkill", "/F", "/T", "/PID", str(process.pid)],
-                           capture_output=True, timeout=10)
-        process.kill()
-    else:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-    try:
-        process.communicate(timeout=5)
-    except subprocess.TimeoutExpired:
-        process.stdout.close()
-        process.stderr.close()
-        process.wait()

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import BuildError
+from .tool_runs import run_tool
 
 GCC, MSVC, TCC = "gcc", "msvc", "tcc"
 INSTALL_HINT = "pip install ziglang"
@@ -206,7 +207,8 @@ def tcc_definitions(compiler: Compiler, workdir: str) -> str:
     """A .def of the DLL's exports, made by `tcc -impdef` (TinyCC links through it)."""
     dll = python_dll()
     out = os.path.join(workdir, dll.stem + ".def")
-    _run([*compiler.command, "-impdef", str(dll), "-o", out], "tcc -impdef")
+    _run([*compiler.command, "-impdef", str(dll), "-o", out], "tcc -impdef",
+         f"listing the exports of {dll.name}")
     return out
 
 
@@ -229,15 +231,11 @@ def python_import_library(compiler: Compiler, workdir: str) -> str:
                          f"library for {dll.name}")
     library = os.path.join(workdir, dll.stem + ".lib")
     _run([librarian, "/nologo", f"/def:{definitions}", f"/out:{library}", "/machine:x64"],
-         "lib.exe")
+         "lib.exe", f"making the import library for {dll.name}")
     return library
 
 
-def _run(command: list[str], what: str) -> None:
-    import subprocess
-    try:
-        done = subprocess.run(command, capture_output=True, text=True)
-    except OSError as e:
-        raise BuildError(f"cannot run {what} ({command[0]}): {e.strerror}") from None
-    if done.returncode != 0:
-        raise BuildError(f"{what} exited with {done.returncode}", log=done.stderr + done.stdout)
+def _run(command: list[str], what: str, doing: str) -> None:
+    returncode, log = run_tool(command, what, doing)
+    if returncode != 0:
+        raise BuildError(f"{what} exited with {returncode}", log=log)
