@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .signature import Leaf
-from .signature.aggregates import fields
 from .spec import BufferRef, ConstArg, DescArg, ScalarArg, Spec, StructArg, TupleArg
 
 
@@ -110,6 +109,7 @@ def struct_members(arg: StructArg) -> tuple[Member, ...]:
         else:                                   # a pointer: BufferRef
             sources.append(("null", None) if item.buffer is None else ("buffer", item.buffer))
 
+    from .signature.aggregates import fields
     visit(arg)
     placed = fields(arg.type, arg.name)
     if len(placed) != len(sources):

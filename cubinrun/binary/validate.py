@@ -16,7 +16,6 @@ from ..errors import SpecError
 from ..limits import SHARED_OPTIN_BY_SM
 from ..plan import Plan
 from ..signature import leaf_size
-from ..signature.aggregates import aggregate_of, offsets, shortened, size_align
 from .cubin import CubinInfo, KernelInfo
 
 SCRATCH_NAMES = ("global_scratch", "profile_scratch")
@@ -53,6 +52,7 @@ def check_params(plan: Plan, kernel: KernelInfo) -> None:
 def _check_aggregate(leaf_type: str, index: int, param, kernel: KernelInfo, field: str) -> None:
     """A struct, array or vector: its C size, and its alignment against the offset
     (aggregates.py is imported only for specs that have one)."""
+    from ..signature.aggregates import aggregate_of, offsets, shortened, size_align
     size, align = size_align(aggregate_of(leaf_type))
     if size != param.size:
         starts = offsets(aggregate_of(leaf_type))

@@ -32,7 +32,6 @@ import numpy as np
 from ..hostdata import to_float64
 from ..packing import pack_struct, scalar_bytes
 from ..signature import leaf_size
-from ..signature.aggregates import aggregate_of, size_align
 
 _TEMPLATE = Path(__file__).with_name("repro_template.c")
 _SLOT = re.compile(r"\{\{([A-Z_]+)\}\}")
@@ -202,6 +201,7 @@ def _params(plan, names: list[str]) -> str:
                          f"{{{', '.join(f'0x{b:02x}' for b in data)}}}; {note}")
             pointers.append(f"p{k}")
         elif slot.kind == "struct":
+            from ..signature.aggregates import aggregate_of, size_align
             size, align = size_align(aggregate_of(leaf.type))
             data = pack_struct(size, slot.members, lambda name: 0)     # pointers patched below
             lines.append(f"  static _Alignas({align}) unsigned char p{k}[{size}] = "

@@ -7,8 +7,9 @@ The modules build on each other in this order:
   aggregates  structs, arrays and vectors passed by value, and their C layout
   parse       a whole type or signature, from YAML or the compact form
   expand      the flat parameter list (tuples, tensor descriptors)
+aggregates is imported only where a struct, array or vector is met (it costs
+a few ms of start-up that a plain spec need not pay), so it is not re-exported.
 """
-from .aggregates import aggregate_of, is_aggregate, member_types, size_align
 from .expand import DESC_FLAGS, Leaf, expand, leaf_size, tensordesc_leaves
 from .parse import check_type_bounds, parse_compact, parse_signature, parse_type
 from .types import (ConstexprType, ParamType, PointerType, ScalarType, Signature, TensorDescType,
@@ -16,7 +17,6 @@ from .types import (ConstexprType, ParamType, PointerType, ScalarType, Signature
 
 __all__ = [
     "ConstexprType", "DESC_FLAGS", "Leaf", "ParamType", "PointerType", "ScalarType", "Signature",
-    "TensorDescType", "TmaDescType", "TupleType", "aggregate_of", "check_type_bounds", "expand",
-    "is_aggregate", "leaf_size", "member_types", "parse_compact", "parse_signature",
-    "parse_type", "size_align", "tensordesc_leaves",
+    "TensorDescType", "TmaDescType", "TupleType", "check_type_bounds", "expand", "leaf_size",
+    "parse_compact", "parse_signature", "parse_type", "tensordesc_leaves",
 ]

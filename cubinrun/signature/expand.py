@@ -10,7 +10,6 @@ from typing import Iterable, Iterator, Sequence
 from ..dtypes import SCALAR_TYPES
 from ..errors import SpecError
 from ..limits import MAX_PARAMS
-from .aggregates import aggregate_of, size_align
 from .types import ConstexprType, ParamType, Signature, TensorDescType, TupleType
 
 
@@ -101,4 +100,5 @@ def leaf_size(leaf_type: str) -> int:
         return 128
     if leaf_type in SCALAR_TYPES:
         return SCALAR_TYPES[leaf_type].size
+    from .aggregates import aggregate_of, size_align    # only for a struct, array or vector
     return size_align(aggregate_of(leaf_type))[0]

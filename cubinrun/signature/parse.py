@@ -7,7 +7,6 @@ import re
 from ..dtypes import ELEMENT_TYPES, SCALAR_TYPES
 from ..errors import SpecError, excerpt
 from ..limits import MAX_SIGNATURE_CHARS, MAX_TYPE_CHARS, MAX_TYPE_DEPTH
-from .aggregates import parse_aggregate
 from .types import (ConstexprType, ParamType, Signature, TensorDescType, TmaDescType, TupleType,
                     parse_scalar_or_pointer, split_top_level)
 
@@ -46,6 +45,7 @@ def parse_type(value, field: str) -> ParamType:
             raise SpecError(f"tensordesc needs 1 to 5 positive block dims: {excerpt(text)}",
                             field=field)
         return TensorDescType(dtype, block)
+    from .aggregates import parse_aggregate     # only now: a plain spec never needs it
     if (aggregate := parse_aggregate(text, field)) is not None:
         return aggregate
     raise SpecError(f"unknown type {excerpt(value)}; expected one of {', '.join(SCALAR_TYPES)}, "

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import signature as sig
-from ..signature.aggregates import StructType, is_aggregate, member_types, shortened
 from ..dtypes import ELEMENT_TYPES
 from ..errors import SpecError, excerpt, shorten
 from ..limits import MAX_BUFFER_BYTES, MAX_DIMS
@@ -84,6 +83,7 @@ class ArgsBuilder:
                 for i, item in enumerate(ty.items)))
         if isinstance(ty, (sig.TmaDescType, sig.TensorDescType)):
             return self.desc(name, ty, value, field, parent, key)
+        from ..signature.aggregates import StructType, is_aggregate, member_types, shortened
         if is_aggregate(ty):                       # imported only for specs that have one
             members = member_types(ty)
             if not isinstance(value, list) or len(value) != len(members):
@@ -249,6 +249,7 @@ def scalar_entries(signature: sig.Signature, args: Any) -> Iterator[tuple]:
             for i, item in enumerate(ty.items):
                 yield from walk(f"{name}[{i}]", item, value, i, f"{field}[{i}]")
         elif isinstance(value, list) and not isinstance(ty, _NOT_AGGREGATES):
+            from ..signature.aggregates import member_types
             for i, item in enumerate(member_types(ty)):
                 yield from walk(f"{name}[{i}]", item, value, i, f"{field}[{i}]")
 
