@@ -90,7 +90,7 @@ class Compiler:
 
     def executable(self, sources: Sequence[str], output: str,
                    flags: Sequence[str] = ()) -> list[str]:
-        """A command that builds a program (tests and reproducers use it)."""
+        """A command that builds a program (the tests build their C checks with it)."""
         if self.family == MSVC:
             return [*self.command, "/nologo", *flags, *sources, f"/Fe{output}"]
         return [*self.command, *flags, *sources, "-o", output]
