@@ -164,7 +164,7 @@ class Session:
         return self._timing
 
     def load_binary(self, spec: Spec, arch: str | None):
-        """binary.load_binary, once per kernel file (as it is now), kind, options and arch."""
+        """binary.load_binary, once per kernel file (as it is now), kernel entry and arch."""
         from .binary.load import load_binary
         kernel = spec.kernel
         try:
@@ -172,7 +172,7 @@ class Session:
             version = (stat.st_mtime_ns, stat.st_size)
         except OSError:
             version = None                  # load_binary says what is wrong
-        key = (kernel.kind, str(kernel.path), version, kernel.name, kernel.options, arch)
+        key = (kernel, version, arch)
         if version is None or key not in self._binaries:
             self._binaries[key] = load_binary(spec, arch)
         return self._binaries[key]

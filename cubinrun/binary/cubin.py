@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Union
 
-from ..errors import SpecError, excerpt, shorten
+from ..errors import SpecError, shorten
 from ..inputs import read_bounded
 from ..limits import MAX_BINARY_BYTES, MAX_DEMANGLE_CHARS
 
@@ -101,6 +101,11 @@ class KernelInfo:
     cluster: Dim3 | None            # __cluster_dims__ / .reqnctapercluster
     max_registers: int | None       # register cap ptxas honoured (255 when none asked)
 
+    @property
+    def cxx_name(self) -> str:
+        """The name people read: demangled for a C++ kernel."""
+        return self.demangled or self.name
+
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -139,18 +144,11 @@ class CubinInfo:
     toolkit: str | None             # ptxas version from the toolkit note, "13.0.88"
     kernels: list[KernelInfo]
 
-    def kernel(self, name: str | None) -> KernelInfo:
-        """The kernel called `name` (mangled or demangled); None picks the only one."""
-        if name is None:
-            if len(self.kernels) == 1:
-                return self.kernels[0]
-            raise SpecError(f"{self._where()} holds {len(self.kernels)} kernels "
-                            f"({self._names()}); say which one with `name`")
-        for wanted in ("name", "demangled"):
-            for kernel in self.kernels:
-                if getattr(kernel, wanted) == name:
-                    return kernel
-        raise SpecError(f"{self._where()} has no kernel {excerpt(name)}; it has {self._names()}")
+    def kernel(self, name: str | None, where: str | None = None) -> KernelInfo:
+        """The kernel `name` names (mangled, demangled, or C++ as written: names.py);
+        None picks the only one."""
+        from .names import find_kernel
+        return find_kernel(self.kernels, name, where or self._where())
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -173,9 +171,6 @@ class CubinInfo:
 
     def _where(self) -> str:
         return self.path or "the cubin"
-
-    def _names(self) -> str:
-        return shorten(", ".join(k.name for k in self.kernels) or "none", 300)
 
 
 @dataclass(frozen=True)

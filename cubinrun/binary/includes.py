@@ -1,4 +1,14 @@
-"""The local headers a CUDA source includes, so that editing one recompiles.
+"""The headers a CUDA source may include: CUDA's own, found in wheels, and
+the local ones, whose contents enter the cache key.
+
+CUDA's headers (toolkit_include_dirs) come from pip wheels found by
+cuda.pathfinder, with no toolkit installed: CCCL's (`nvidia-cuda-cccl`: cub,
+thrust, libcu++ `<cuda/std/...>`, `<cuda/barrier>`, `<nv/target>`, which
+cooperative groups need) and the runtime's (`nvidia-cuda-runtime`:
+cuda_fp16.h, mma.h, cooperative_groups, cuda_pipeline.h). CCCL comes first,
+as in the toolkit's own include folder.
+
+Local headers, so that editing one recompiles:
 
 NVRTC reports no dependencies (it refuses -M and -MD), so cached compiles
 would keep a cubin built from an old header. This follows `#include` lines
@@ -10,6 +20,7 @@ a header that is not really used only costs a needless recompile.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from pathlib import Path
@@ -19,6 +30,24 @@ from ..errors import SpecError
 from ..limits import MAX_HEADERS, MAX_HEADERS_BYTES, MAX_SOURCE_BYTES
 
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+
+
+@functools.lru_cache(maxsize=None)
+def toolkit_include_dirs() -> tuple[str, ...]:
+    """CCCL's and the CUDA runtime's header folders, those that are installed."""
+    try:
+        from cuda.pathfinder import find_nvidia_header_directory
+    except ImportError:
+        return ()
+    folders = []
+    for library in ("cccl", "cudart"):
+        try:
+            folder = find_nvidia_header_directory(library)
+        except (RuntimeError, ValueError):      # an unknown name on an old cuda-pathfinder
+            folder = None
+        if folder and folder not in folders:
+            folders.append(folder)
+    return tuple(folders)
 
 
 def include_dirs_in(options: Sequence[str]) -> list[str]:

@@ -25,16 +25,14 @@ a header compiles again.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ..cache import cache_root, mark_used, prune_now_and_then, write_atomically
+from ..cache import cache_root
 from ..errors import BuildError, UsageError, excerpt
+from .compile_cache import CachedCompile, CompiledCuda, entry_key, lookup_entry, store_entry
 
 # --- architectures -------------------------------------------------------
 
@@ -118,14 +116,6 @@ def nvjitlink_version() -> tuple[int, int]:
 # --- CUDA C++ through NVRTC ----------------------------------------------
 
 
-@dataclass(frozen=True)
-class CompiledCuda:
-    cubin: bytes
-    log: str                        # the compiler's log (warnings), "" when silent
-    lowered_names: dict[str, str]   # name expression -> mangled symbol
-    arch: str
-
-
 def nvrtc_options(*, name: str, arch: str, options: Sequence[str] = (),
                   defines: Mapping[str, str | None] = {},
                   include_dirs: Sequence[str | os.PathLike] = ()) -> list[str]:
@@ -137,20 +127,12 @@ def nvrtc_options(*, name: str, arch: str, options: Sequence[str] = (),
     args = [f"--gpu-architecture={arch}", *options]
     args += [f"-D{key}" if value is None else f"-D{key}={value}"
              for key, value in sorted(defines.items())]
-    # The source's own folder, then CUDA's headers (cuda_fp16.h, cuda.h, ...).
-    folders = [*map(str, include_dirs), str(Path(name).resolve().parent)]
-    if cuda_headers := _cuda_header_dir():
-        folders.append(cuda_headers)
+    # The source's own folder, then CCCL's and the runtime's headers.
+    from .includes import toolkit_include_dirs
+    folders = [*map(str, include_dirs), str(Path(name).resolve().parent),
+               *toolkit_include_dirs()]
     args += [f"--include-path={folder}" for folder in folders]
     return args
-
-
-def _cuda_header_dir() -> str | None:
-    try:
-        from cuda.pathfinder import find_nvidia_header_directory
-    except ImportError:
-        return None
-    return find_nvidia_header_directory("cudart")
 
 
 def compile_cuda(source: str | bytes, *, name: str, arch: str, options: Sequence[str] = (),
@@ -175,7 +157,8 @@ def compile_cuda(source: str | bytes, *, name: str, arch: str, options: Sequence
         (result,) = nvrtc.nvrtcCompileProgram(prog, len(encoded), encoded)
         log = _program_log(nvrtc, prog)
         if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise BuildError(f"NVRTC failed to compile {name} for {arch}: {_summary(log)}", log)
+            raise BuildError(f"NVRTC failed to compile {name} for {arch}: {_summary(log)}"
+                             f"{_host_code_hint(log)}", log)
         result, size = nvrtc.nvrtcGetCUBINSize(prog)
         _check(result, "nvrtcGetCUBINSize")
         cubin = bytearray(size)
@@ -205,6 +188,14 @@ def _program_log(nvrtc, prog) -> str:
     buf = bytearray(size)
     _check(nvrtc.nvrtcGetProgramLog(prog, buf)[0], "nvrtcGetProgramLog")
     return bytes(buf).rstrip(b"\0").decode(errors="replace").strip()
+
+
+def _host_code_hint(log: str) -> str:
+    """NVRTC compiles device code only: a whole file with host code needs nvcc."""
+    if re.search(r'cannot open source file "(c?std\w*|cstdlib|cstring|iostream|[\w/]*helper_\w+\.h)'
+                 r'|not allowed in JIT mode|host function', log):
+        return " (host code? `kernel.compiler: nvcc` compiles whole .cu files)"
+    return ""
 
 
 def _summary(log: str) -> str:
@@ -259,13 +250,6 @@ def _jitlink_log(get_size, get_log, handle) -> str:
 # --- the cache -----------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CachedCompile:
-    compiled: CompiledCuda
-    hit: bool
-    path: Path | None   # the cached cubin, for loaders and `inspect`; None: not cached
-
-
 def cached_compile(source: str | bytes, *, name: str, arch: str, options: Sequence[str] = (),
                    defines: Mapping[str, str | None] = {},
                    include_dirs: Sequence[str | os.PathLike] = (),
@@ -275,15 +259,15 @@ def cached_compile(source: str | bytes, *, name: str, arch: str, options: Sequen
     args = nvrtc_options(name=name, arch=arch, options=options, defines=defines,
                          include_dirs=include_dirs)
     user_folders = [*map(str, include_dirs), *include_dirs_in(options)]
-    key = _key(_bytes(source), tool="nvrtc", version=nvrtc_version(), arch=arch, name=name,
-               options=args, name_expressions=list(name_expressions),
-               headers=headers_digest(_bytes(source), Path(name), user_folders))
+    key = entry_key(_bytes(source), tool="nvrtc", version=nvrtc_version(), arch=arch, name=name,
+                    options=args, name_expressions=list(name_expressions),
+                    headers=headers_digest(_bytes(source), Path(name), user_folders))
     folder = cache_root() / "nvrtc"
-    if not refresh and (found := _lookup(folder, key)):
+    if not refresh and (found := lookup_entry(folder, key)):
         return found
     compiled = compile_cuda(source, name=name, arch=arch, options=options, defines=defines,
                             include_dirs=include_dirs, name_expressions=name_expressions)
-    return _store(folder, key, compiled)
+    return store_entry(folder, key, compiled)
 
 
 def cached_compile_ptx(ptx: bytes | str, *, arch: str, name: str = "kernel.ptx",
@@ -291,56 +275,9 @@ def cached_compile_ptx(ptx: bytes | str, *, arch: str, name: str = "kernel.ptx",
     """`compile_ptx` through the cache (`nvjitlink/`), keeping nvJitLink's info log."""
     data = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
     parse_arch(arch)
-    key = _key(data, tool="nvjitlink", version=nvjitlink_version(), arch=arch)
+    key = entry_key(data, tool="nvjitlink", version=nvjitlink_version(), arch=arch)
     folder = cache_root() / "nvjitlink"
-    if not refresh and (found := _lookup(folder, key)):
+    if not refresh and (found := lookup_entry(folder, key)):
         return found
     cubin, log = _link_ptx(data, arch=arch, name=name)
-    return _store(folder, key, CompiledCuda(cubin, log, {}, arch))
-
-
-_CACHE_FORMAT = 2     # 2: the JSON holds the cubin's SHA-256
-
-
-def _key(source: bytes, **inputs) -> str:
-    document = {"format": _CACHE_FORMAT, "source": hashlib.sha256(source).hexdigest(), **inputs}
-    return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
-
-
-def _lookup(folder: Path, key: str) -> CachedCompile | None:
-    """A complete, undamaged entry, or None (absent or damaged: compile again and
-    overwrite). The JSON is written last and holds the cubin's SHA-256, so a
-    cubin cut short or altered on disk is never taken for the compiler's."""
-    from ..limits import MAX_BINARY_BYTES
-    try:
-        meta = json.loads((folder / f"{key}.json").read_bytes()[:MAX_BINARY_BYTES])
-        with open(folder / f"{key}.cubin", "rb") as f:
-            cubin = f.read(MAX_BINARY_BYTES + 1)
-        if not (isinstance(meta, dict) and isinstance(meta.get("log"), str)
-                and isinstance(meta.get("arch"), str)
-                and isinstance(meta.get("lowered_names"), dict)
-                and all(isinstance(k, str) and isinstance(v, str)
-                        for k, v in meta["lowered_names"].items())
-                and meta.get("sha256") == hashlib.sha256(cubin).hexdigest()):
-            return None
-        compiled = CompiledCuda(cubin, meta["log"], meta["lowered_names"], meta["arch"])
-    except (OSError, ValueError, RecursionError):
-        return None
-    mark_used(folder / f"{key}.json")
-    return CachedCompile(compiled, hit=True, path=folder / f"{key}.cubin")
-
-
-def _store(folder: Path, key: str, compiled: CompiledCuda) -> CachedCompile:
-    """Keep the result; a cache that cannot be written (read-only, a file where
-    the folder should be) only costs a compile next time, so the compile's
-    result is returned all the same, from no file (`path` None)."""
-    meta = {"log": compiled.log, "lowered_names": compiled.lowered_names, "arch": compiled.arch,
-            "sha256": hashlib.sha256(compiled.cubin).hexdigest()}
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        write_atomically(folder / f"{key}.cubin", compiled.cubin)
-        write_atomically(folder / f"{key}.json", json.dumps(meta, indent=1).encode())
-    except OSError:
-        return CachedCompile(compiled, hit=False, path=None)
-    prune_now_and_then()
-    return CachedCompile(compiled, hit=False, path=folder / f"{key}.cubin")
+    return store_entry(folder, key, CompiledCuda(cubin, log, {}, arch))

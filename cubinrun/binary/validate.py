@@ -39,13 +39,13 @@ def check_params(plan: Plan, kernel: KernelInfo) -> None:
                     f"{plan.num_scratch + extra}")
         scratch = f" (with {plan.num_scratch} scratch pointers)" if plan.num_scratch else ""
         raise SpecError(f"the signature expands to {len(expected)} parameters{scratch} but "
-                        f"{kernel.name} takes {len(actual)}{hint}", field="signature")
+                        f"{kernel.cxx_name} takes {len(actual)}{hint}", field="signature")
     for index, ((name, type_, size), param) in enumerate(zip(expected, actual)):
         field = name if name in SCRATCH_NAMES else f"signature.{name}"
         if not (type_ in SCALAR_TYPES or type_.startswith("*") or type_ == "nvTmaDesc"):
             _check_aggregate(type_, index, param, kernel, field)
         elif size != param.size:
-            raise SpecError(f"{type_} is {size} bytes but parameter {index} of {kernel.name} "
+            raise SpecError(f"{type_} is {size} bytes but parameter {index} of {kernel.cxx_name} "
                             f"is {param.size} bytes", field=field)
 
 
@@ -58,10 +58,10 @@ def _check_aggregate(leaf_type: str, index: int, param, kernel: KernelInfo, fiel
         starts = offsets(aggregate_of(leaf_type))
         shown = ", ".join(map(str, starts[:8])) + (", ..." if len(starts) > 8 else "")
         raise SpecError(f"{shortened(leaf_type)} is {size} bytes (by C rules its members start "
-                        f"at bytes {shown}) but parameter {index} of {kernel.name} is "
+                        f"at bytes {shown}) but parameter {index} of {kernel.cxx_name} is "
                         f"{param.size} bytes", field=field)
     if param.offset % align:
-        raise SpecError(f"{shortened(leaf_type)} is aligned to {align} bytes but {kernel.name} "
+        raise SpecError(f"{shortened(leaf_type)} is aligned to {align} bytes but {kernel.cxx_name} "
                         f"has parameter {index} at offset {param.offset}: a member's type is "
                         "wrong, or the struct is packed", field=field)
 
@@ -84,13 +84,13 @@ def check_arch(info: CubinInfo, device_arch: str, device_name: str, field: str) 
 def check_block(plan: Plan, kernel: KernelInfo) -> None:
     block = plan.spec.block
     if kernel.required_block and tuple(kernel.required_block) != tuple(block):
-        raise SpecError(f"{kernel.name} requires block {list(kernel.required_block)}, "
+        raise SpecError(f"{kernel.cxx_name} requires block {list(kernel.required_block)}, "
                         f"not {list(block)}", field="block")
     if kernel.max_threads:
         limit = kernel.max_threads[0] * kernel.max_threads[1] * kernel.max_threads[2]
         threads = block[0] * block[1] * block[2]
         if threads > limit:
-            raise SpecError(f"{threads} threads per block exceed {kernel.name}'s "
+            raise SpecError(f"{threads} threads per block exceed {kernel.cxx_name}'s "
                             f"__launch_bounds__ of {limit}", field="block")
 
 
@@ -101,11 +101,11 @@ def check_cluster(plan: Plan, kernel: KernelInfo) -> None:
     asked = plan.cluster
     if asked is not None and tuple(asked) != compiled:
         field = "launch.cluster" if plan.spec.launch.cluster else "launch.num_ctas"
-        raise SpecError(f"{kernel.name} is compiled for clusters of {list(compiled)}; "
+        raise SpecError(f"{kernel.cxx_name} is compiled for clusters of {list(compiled)}; "
                         f"a launch with {list(asked)} fails", field=field)
     for axis, (g, c) in enumerate(zip(plan.spec.launched_grid, compiled)):
         if g % c:
-            raise SpecError(f"{g} is not a multiple of {kernel.name}'s compiled cluster "
+            raise SpecError(f"{g} is not a multiple of {kernel.cxx_name}'s compiled cluster "
                             f"size {c} in {'xyz'[axis]}", field=f"grid[{axis}]")
 
 
@@ -115,7 +115,7 @@ def check_shared(plan: Plan, kernel: KernelInfo, sm: int, arch: str) -> None:
     if limit is not None and shared + kernel.shared_static > limit:
         raise SpecError(f"{shared} bytes of dynamic shared memory exceed what {arch} allows a "
                         f"block: {limit} bytes, less {kernel.shared_static} static in "
-                        f"{kernel.name}", field="launch.shared")
+                        f"{kernel.cxx_name}", field="launch.shared")
 
 
 def validate(plan: Plan, info: CubinInfo, kernel: KernelInfo,

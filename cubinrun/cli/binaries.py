@@ -61,6 +61,7 @@ def compile_command(source, arch, output, defines, include_dirs, options, name_e
     compiled = compile_cuda(source_bytes, name=str(path), arch=arch, options=options,
                             defines=macros, include_dirs=include_dirs,
                             name_expressions=name_expressions)
+    _refuse_no_kernels(compiled.cubin, path, source_bytes)
     try:
         out.write_bytes(compiled.cubin)
     except OSError as exc:
@@ -70,6 +71,20 @@ def compile_command(source, arch, output, defines, include_dirs, options, name_e
     for expression, lowered in compiled.lowered_names.items():
         sys.stderr.write(f"{expression} -> {lowered}\n")
     sys.stderr.write(f"wrote {out} ({len(compiled.cubin)} bytes, {arch})\n")
+
+
+def _refuse_no_kernels(cubin: bytes, path, source: bytes) -> None:
+    """A cubin with no kernel (only templates nobody named) runs nothing: exit 3,
+    saying how to name an instance, rather than write it silently."""
+    from ..binary.cubin import read_cubin
+    from ..binary.names import declared_templates
+    from ..errors import BuildError
+    if read_cubin(cubin, str(path)).kernels:
+        return
+    templates = declared_templates(source)
+    how = (f": templates are compiled only when named, e.g. --name-expression "
+           f"'{templates[0]}<ARGS>' (templates: {', '.join(templates)})" if templates else "")
+    raise BuildError(f"{path} compiled to no kernel{how}")
 
 
 @click.command()

@@ -25,7 +25,7 @@ from .scalars import as_int, check_scalar_value
 from . import sections
 from .args import ArgsBuilder, scalar_entries
 from .device_values import DEVICE_NAMES, DeviceValues, unavailable
-from .model import (KERNEL_KINDS, Bench, BufferArg, Check, KernelRef, Launch,
+from .model import (COMPILERS, KERNEL_KINDS, Bench, BufferArg, Check, KernelRef, Launch,
                     Scratch, Spec, budget_problem)
 
 TOP_LEVEL_KEYS = sections.keys("spec")        # sweep: read by cubinrun.runs
@@ -205,16 +205,19 @@ class _SpecBuilder:
         raw_path = self.fill_template(node[kind], f"kernel.{kind}", node, kind)
         path = self.resolve_path(raw_path, f"kernel.{kind}", node, kind)
         name = node.get("name")
-        if name is not None and (not isinstance(name, str) or not name):
-            raise self.error(f"must be a symbol name, got {excerpt(name)}", "kernel.name", node, "name")
-        options = node.get("options", [])
-        if "options" in node and kind != "source":
-            raise self.error("only `source:` kernels take (NVRTC) options",
-                             "kernel.options", node, "options")
-        if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
-            raise self.error("must be a list of strings", "kernel.options", node, "options")
-        options = [self.fill_template(o, f"kernel.options[{i}]", options, i)
-                   for i, o in enumerate(options)]
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise self.error(f"must be a kernel name, got {excerpt(name)}", "kernel.name", node, "name")
+        if name is not None:
+            name = self.fill_template(name, "kernel.name", node, "name").strip()
+        for key in ("options", "include", "compiler"):
+            if key in node and kind != "source":
+                raise self.error(f"only `source:` kernels take `{key}`", f"kernel.{key}", node, key)
+        options = self.strings(node, "options")
+        include = self.include_dirs(node)
+        compiler = node.get("compiler", "nvrtc")
+        if compiler not in COMPILERS:
+            raise self.error(f"must be one of {', '.join(COMPILERS)}, got {excerpt(compiler)}",
+                             "kernel.compiler", node, "compiler")
         arch = node.get("arch")
         if arch is not None:
             if kind not in ("source", "ptx"):
@@ -227,7 +230,25 @@ class _SpecBuilder:
             from .triton_entry import read_triton_entry
             self.triton = read_triton_entry(path, with_signature="signature" not in t)
             name = name or self.triton.name
-        return KernelRef(kind, path, name, tuple(options), arch)
+        return KernelRef(kind, path, name, tuple(options), arch, include, compiler)
+
+    def include_dirs(self, node: Any) -> tuple[Path, ...]:
+        folders = []
+        for i, text in enumerate(self.strings(node, "include")):
+            folder = self.resolve_path(text, f"kernel.include[{i}]", node["include"], i)
+            if not folder.is_dir():
+                raise self.error(f"{folder} is not a folder", f"kernel.include[{i}]",
+                                 node["include"], i)
+            folders.append(folder)
+        return tuple(folders)
+
+    def strings(self, node: Any, key: str) -> list[str]:
+        """kernel.options or kernel.include: a list of strings, `{NAME}` filled in."""
+        values = node.get(key, [])
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise self.error("must be a list of strings", f"kernel.{key}", node, key)
+        return [self.fill_template(v, f"kernel.{key}[{i}]", values, i)
+                for i, v in enumerate(values)]
 
     def fill_template(self, text: Any, field: str, parent: Any, key: Any) -> Any:
         """`{NAME}` in the kernel's path or options is the var's value, so a sweep can

@@ -11,6 +11,7 @@ from ..dtypes import ElementType
 from ..expr import Expr
 
 KERNEL_KINDS = ("cubin", "source", "ptx", "triton")
+COMPILERS = ("nvrtc", "nvcc")     # what compiles a `source:` kernel
 INIT_KINDS = ("zeros", "ones", "arange", "random", "fill", "file")
 
 
@@ -19,8 +20,10 @@ class KernelRef:
     kind: str                       # one of KERNEL_KINDS
     path: Path                      # resolved against the spec's folder
     name: str | None                # entry symbol; None: the binary's only kernel
-    options: tuple[str, ...] = ()   # NVRTC options for `source:`
+    options: tuple[str, ...] = ()   # compiler options for `source:`
     arch: str | None = None         # compile target without a GPU (`source:` / `ptx:`)
+    include: tuple[Path, ...] = ()  # include folders for `source:`, resolved
+    compiler: str = "nvrtc"         # one of COMPILERS, for `source:`
 
 
 # `random`'s defaults by kind and the normal's reach (in std): hostdata draws

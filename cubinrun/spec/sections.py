@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..dtypes import ELEMENT_TYPES
 from ..limits import MAX_DIMS
-from .model import KERNEL_KINDS, L2_MODES
+from .model import COMPILERS, KERNEL_KINDS, L2_MODES
 
 
 @dataclass(frozen=True)
@@ -61,9 +61,14 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
     ),
     "kernel": tuple(Key(kind, "path", f"Path to {what}, relative to the spec; `{{NAME}}` is "
                         "a var's value.") for kind, what in _KERNEL_FILES.items()) + (
-        Key("name", "string", "The kernel's symbol; may be left out when the binary holds "
-            "one kernel."),
-        Key("options", "strings", "NVRTC options for `source:` kernels (`-DBLOCK={BLOCK}`, ...)."),
+        Key("name", "string", "The kernel as written in C++: a plain name, a template instance "
+            "(`reduce6<float, {BLOCK}, true>`), a full signature, or the mangled symbol; "
+            "`{NAME}` is a var's value. May be left out when the binary holds one kernel."),
+        Key("options", "strings", "Compiler options for `source:` kernels (`-DBLOCK={BLOCK}`, "
+            "...)."),
+        Key("include", "strings", "Include folders for `source:` kernels, relative to the spec."),
+        Key("compiler", "choice", "What compiles a `source:` kernel: `nvrtc` (the default) or "
+            "`nvcc` (a whole .cu file, host code included).", choices=COMPILERS),
         Key("arch", "arch", "The target (`sm_90`, `sm_90a`) for compiling `source:` or `ptx:` "
             "without a GPU."),
     ),
