@@ -3,6 +3,11 @@
 The spec it writes always passes its own `launch --dry-run`; what it cannot
 know is marked for a human:
 
+- A C++ kernel (not `extern "C"`) is named as written in C++, by the
+  shortest name that picks it (plain, with template arguments, or the full
+  signature), and its demangled parameter types give the spec's types where
+  they are scalars or pointers to scalars (`float const*` -> `*kfp32`).
+
 - A cubin states each parameter's size and offset, not its type (nvcc does
   not mark pointers), so every type is a guess, marked `guess`: 8 bytes is
   most often a pointer, 4 an int32, 2 an int16, 1 an int8, 128 at a 64-byte
@@ -36,18 +41,56 @@ TMA_VALUE = "{buffer: {shape: [64, 64], dtype: fp32}, block: [64, 64]}"
 def pick_kernel(info: CubinInfo, name: str | None) -> KernelInfo:
     """The kernel `--kernel` names, or the only one."""
     if name is None and len(info.kernels) != 1:
-        names = ", ".join(k.name for k in info.kernels) or "none"
+        names = ", ".join(k.cxx_name for k in info.kernels) or "none"
         raise UsageError(f"{info.path} holds {len(info.kernels)} kernels ({names}); "
                          "say which one with --kernel NAME")
     return info.kernel(name)
 
 
-def starter_spec(info: CubinInfo, kernel: KernelInfo, cubin: Path, spec_dir: Path) -> str:
-    """The starter spec's text, with paths relative to `spec_dir`."""
-    entry, problem = _triton_entry(cubin)
+def starter_spec(info: CubinInfo, kernel: KernelInfo, cubin: Path, spec_dir: Path,
+                 kind: str = "cubin", name: str | None = None) -> str:
+    """The starter spec's text, with paths relative to `spec_dir`; `kind` "source"
+    when `cubin` is the CUDA C++ file the cubin was compiled from, `name` the
+    kernel's name there (a template instance is compiled only when named)."""
+    entry, problem = _triton_entry(cubin) if kind == "cubin" else (None, None)
     if entry is not None:
         return _triton_starter(entry, kernel, spec_dir)
-    return _guessed_starter(info, kernel, cubin, spec_dir, problem)
+    return _guessed_starter(info, kernel, cubin, spec_dir, problem, kind, name)
+
+
+# --- a C++ kernel: types from its demangled signature ------------------------
+
+_CXX_SCALARS = {
+    "bool": "u1", "char": "i8", "signed char": "i8", "unsigned char": "u8", "short": "i16",
+    "unsigned short": "u16", "int": "i32", "unsigned int": "u32", "long": "i64",
+    "unsigned long": "u64", "long long": "i64", "unsigned long long": "u64", "float": "fp32",
+    "double": "fp64", "__half": "fp16", "half": "fp16", "__nv_bfloat16": "bf16",
+    "int8_t": "i8", "uint8_t": "u8", "int16_t": "i16", "uint16_t": "u16", "int32_t": "i32",
+    "uint32_t": "u32", "int64_t": "i64", "uint64_t": "u64", "size_t": "u64",
+}
+
+
+def cxx_type(written: str, size: int) -> str | None:
+    """The spec's type for a C++ parameter type as names.py spells it (`float const*`
+    -> `*kfp32`), when it is a scalar or a pointer to one of `size` bytes."""
+    if written.endswith("*"):
+        pointee = written[:-1]
+        const = pointee.endswith(" const")
+        element = _CXX_SCALARS.get(pointee.removesuffix(" const"))
+        return f"*{'k' if const else ''}{element}" if element and size == 8 else None
+    element = _CXX_SCALARS.get(written)
+    if element is None:
+        return None
+    return element if sig.leaf_size(element) == size else None
+
+
+def _cxx_params(kernel: KernelInfo) -> list[str] | None:
+    from .binary.names import kernel_name
+    params = kernel_name(kernel).params
+    if params is None or kernel.demangled is None:
+        return None
+    written = [p.strip() for p in params.split(",")] if params else []
+    return written if len(written) == len(kernel.params) else None
 
 
 # --- a plain cubin: types guessed from sizes --------------------------------
@@ -80,22 +123,33 @@ def path_from(spec_dir: Path, target: Path) -> str:
 
 
 def _guessed_starter(info: CubinInfo, kernel: KernelInfo, cubin: Path, spec_dir: Path,
-                     note: str | None = None) -> str:
+                     note: str | None = None, kind: str = "cubin",
+                     name: str | None = None) -> str:
+    from .binary.names import spelled_name
     rel = path_from(spec_dir, cubin)
-    guesses = [(f"p{p.ordinal}", *guess_type(p)) for p in kernel.params]
-    lines = [f"# Starter spec for {kernel.demangled or kernel.name} ({info.arch}), written by "
+    written = _cxx_params(kernel) or [None] * len(kernel.params)
+    guesses = []
+    for param, cxx in zip(kernel.params, written):
+        known = cxx_type(cxx, param.size) if cxx else None
+        quoted = f'"{known}"' if known and known.startswith("*") else known   # * is YAML's alias
+        guesses.append((f"p{param.ordinal}", quoted, f"C++ {cxx}") if known
+                       else (f"p{param.ordinal}", *guess_type(param)))
+    lines = [f"# Starter spec for {kernel.cxx_name} ({info.arch}), written by "
              "`cubinrun init`."]
     if note:
         lines.append(f"# {note}")
-    if guesses:
-        lines.append("# The cubin states parameter sizes, not types: every type below is a guess.")
-    lines += ["kernel:", f"  cubin: {rel}", f"  name: {kernel.name}"]
+    if any(not why.startswith("C++ ") for _, _, why in guesses):
+        lines.append("# The cubin states parameter sizes, not types: a type marked `guess` is "
+                     "one.")
+    name = name or spelled_name(kernel, info.kernels)
+    lines += ["kernel:", f"  {kind}: {rel}", f"  name: {_yaml_string(name)}"]
     if not guesses:
         lines.append("signature: {}            # the kernel takes no parameters")
     else:
         lines.append("signature:")
         width = max(len(name) + len(spelled) for name, spelled, _ in guesses) + 4
-        lines += [f"  {f'{name}: {spelled}':{width}} # guess: {why}"
+        lines += [f"  {f'{name}: {spelled}':{width}} # "
+                  f"{why if why.startswith('C++ ') else 'guess: ' + why}"
                   for name, spelled, why in guesses]
     if guesses:
         lines += ["vars:", f"  N: {PROBLEM_SIZE}                 # TODO the problem size",
@@ -108,6 +162,11 @@ def _guessed_starter(info: CubinInfo, kernel: KernelInfo, cubin: Path, spec_dir:
         first = next(f"p{p.ordinal}" for p in kernel.params if p.size == 8)
         lines.append(f"# check:\n#   {first}: {{expect: TODO}}")
     return "\n".join(lines) + "\n"
+
+
+def _yaml_string(text: str) -> str:
+    """A YAML scalar for a kernel name: quoted when C++ punctuation is in it."""
+    return text if text.replace("_", "a").isalnum() else '"' + text.replace('"', '\\"') + '"'
 
 
 # --- a Triton cache entry: nothing to guess ---------------------------------

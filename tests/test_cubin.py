@@ -431,10 +431,34 @@ def test_render_inspect(infos):
     render_inspect(infos["resources.sm_90.cubin"], console)
     text = console.export_text()
     assert "sm_90  ELF ABI 8  flags 0x6005a04  ptxas 13.0.88  8 kernels" in text
-    assert "_Z5scaleIfEvPT_S0_i  void scale<float>(float*, float, int)" in text
+    assert "void scale<float>(float*, float, int)  _Z5scaleIfEvPT_S0_i" in text
     assert "registers 32  static shared 0 B  local 256 B  params 16 B" in text
     assert "max threads 256 x 1 x 1  required block -  cluster -  max registers 128" in text
     assert "ordinal   offset   size" in text
+
+
+GLOBALS_SOURCE = """
+__constant__ float d_filter[33 * 33];
+__device__ int d_count;
+__device__ double table[4] = {1, 2, 3, 4};
+namespace ns { __constant__ float c2[8]; }
+extern "C" __global__ void k(float* x) { x[0] = d_filter[3] + table[1] + ns::c2[2]; d_count++; }
+"""
+
+
+def test_module_globals_are_the_constant_and_device_symbols_with_sizes(capsys, tmp_path):
+    from cubinrun.binary.cubin import module_globals
+    from cubinrun.binary.nvrtc import compile_cuda
+    from cubinrun.cli import main
+    cubin = compile_cuda(GLOBALS_SOURCE, name=str(tmp_path / "g.cu"), arch="sm_90").cubin
+    found = module_globals(cubin)
+    assert found == {"d_filter": 4356, "d_count": 4, "table": 32, "_ZN2ns2c2E": 32}
+    (tmp_path / "g.cubin").write_bytes(cubin)
+    with pytest.raises(SystemExit):
+        main(["inspect", str(tmp_path / "g.cubin")])
+    assert "globals  d_filter 4356 B, d_count 4 B, table 32 B, ns::c2 32 B" in capsys.readouterr().out
+    with pytest.raises(SpecError, match="not an ELF file"):
+        module_globals(b"not a cubin")
 
 
 def test_import_is_light():

@@ -200,6 +200,11 @@ def load_cubins(path: Source) -> list[CubinInfo]:
 
 
 def read_cubin(data: bytes, path: str | None = None) -> CubinInfo:
+    return _with_elf(data, path, lambda elf: _read_elf(elf, data, path))
+
+
+def _with_elf(data: bytes, path: str | None, read):
+    """`read(elf)` of a CUDA ELF file, a SpecError when it is not a readable one."""
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
 
@@ -207,14 +212,43 @@ def read_cubin(data: bytes, path: str | None = None) -> CubinInfo:
     _check_cuda_elf(data, where)
     _check_layout(data, where)
     try:
-        elf = ELFFile(io.BytesIO(data))
-        return _read_elf(elf, data, path)
+        return read(ELFFile(io.BytesIO(data)))
     # pyelftools is not written for hostile input: what the layout check above
     # cannot rule out ends here as a damaged file, never as a traceback.
     except (ELFError, struct.error, ValueError, OverflowError, IndexError, KeyError,
             TypeError, AttributeError, AssertionError) as exc:
         why = shorten(str(exc) or type(exc).__name__)
         raise SpecError(f"{where} is not a readable cubin: {why}") from None
+
+
+GLOBAL_SECTIONS = (".nv.constant3", ".nv.global", ".nv.global.init")   # __constant__, __device__
+
+
+def module_globals(data: bytes, path: str | None = None) -> dict[str, int]:
+    """The module's `__constant__` and `__device__` variables: symbol -> size in
+    bytes, from the ELF symbol table (STT_OBJECT symbols in .nv.constant3,
+    .nv.global and .nv.global.init). A file-scope variable's symbol is its C++
+    name; one in a namespace is mangled (`_ZN2ns2c2E`)."""
+    return _with_elf(data, path, _globals_of)
+
+
+def load_module_globals(path: Source) -> list[dict[str, int]]:
+    """`module_globals` of every cubin in a cubin or fatbin file, in load_cubins' order."""
+    data = _read_file(path)
+    cubins = extract_cubins(data, str(path)) if is_fatbin(data) else [data]
+    return [module_globals(cubin, str(path)) for cubin in cubins]
+
+
+def _globals_of(elf: Any) -> dict[str, int]:
+    from elftools.elf.sections import SymbolTableSection
+    symtab = elf.get_section_by_name(".symtab")
+    if not isinstance(symtab, SymbolTableSection):
+        return {}
+    names = {index: section.name for index, section in enumerate(elf.iter_sections())}
+    return {symbol.name: symbol["st_size"] for symbol in symtab.iter_symbols()
+            if symbol["st_info"]["type"] == "STT_OBJECT"
+            and isinstance(symbol["st_shndx"], int)
+            and names.get(symbol["st_shndx"]) in GLOBAL_SECTIONS}
 
 
 def _read_file(path: Source) -> bytes:

@@ -84,7 +84,8 @@ def parse_name(text: str) -> CxxName | None:
             base.insert(0, tokens.pop())
         else:
             break
-    if not base or base[0] == "::":
+    # What is left is a return type (`void`): words, no brackets.
+    if not base or base[0] == "::" or any(t in "<>()[]," for t in tokens):
         return None
     return CxxName("".join(base), template, params)
 
@@ -130,6 +131,26 @@ def find_kernel(kernels: Sequence["KernelInfo"], name: str | None, where: str) -
         hint = _template_hint()
     raise SpecError(f"{where} has no kernel {excerpt(name)}; it has "
                     f"{listed_names(related or kernels)}{hint}")
+
+
+def spelled_name(kernel: "KernelInfo", kernels: Sequence["KernelInfo"]) -> str:
+    """The shortest name as written in C++ that picks `kernel` among `kernels`:
+    the plain name, else with its template arguments, else the full signature
+    (`init` writes it); the symbol for an extern "C" kernel or one that does
+    not parse."""
+    parsed = kernel_name(kernel)
+    if kernel.demangled is None or parsed.base == kernel.name:
+        return kernel.name
+    template = f"<{parsed.template.replace(',', ', ')}>" if parsed.template is not None else ""
+    params = f"({parsed.params.replace(',', ', ')})" if parsed.params is not None else ""
+    for candidate in dict.fromkeys((parsed.base, parsed.base + template,
+                                    parsed.base + template + params)):
+        try:
+            if find_kernel(kernels, candidate, "") is kernel:
+                return candidate
+        except SpecError:
+            continue
+    return kernel.name
 
 
 def kernel_name(kernel: "KernelInfo") -> CxxName:

@@ -14,22 +14,25 @@ from .common import console, current_arch, existing, force_option, json_option, 
 @click.option("--kernel", "kernel_name", metavar="NAME", help="Only this kernel.")
 @json_option
 def inspect(path, kernel_name, as_json):
-    """Show what a cubin (or a fatbin's cubins) holds: arch, kernels, parameters."""
+    """Show what a cubin (or a fatbin's cubins) holds: arch, kernels (C++ names
+    demangled), parameters, and the module's __constant__ / __device__ globals."""
     from dataclasses import replace
 
-    from ..binary.cubin import load_cubins
+    from ..binary.cubin import load_cubins, load_module_globals
     infos = load_cubins(existing(path))
+    module_globals = load_module_globals(path)
     if kernel_name:
         infos = [replace(info, kernels=[info.kernel(kernel_name)]) for info in infos]
     if as_json:
         from ..report import print_json
-        print_json(infos[0].to_json() if len(infos) == 1
-                   else {"cubins": [info.to_json() for info in infos]})
+        documents = [{**info.to_json(), "globals": found}
+                     for info, found in zip(infos, module_globals)]
+        print_json(documents[0] if len(documents) == 1 else {"cubins": documents})
     else:
         from ..inspect_view import render_inspect
         out = console()
-        for info in infos:
-            render_inspect(info, out)
+        for info, found in zip(infos, module_globals):
+            render_inspect(info, out, found)
 
 
 @click.command("compile")
@@ -88,23 +91,54 @@ def _refuse_no_kernels(cubin: bytes, path, source: bytes) -> None:
 
 
 @click.command()
-@click.argument("path", metavar="FILE.cubin", type=click.Path(dir_okay=False))
-@click.option("--kernel", "kernel_name", metavar="NAME", help="Which kernel (default: the only one).")
+@click.argument("path", metavar="FILE", type=click.Path(dir_okay=False))
+@click.option("--kernel", "kernel_name", metavar="NAME",
+              help="Which kernel (default: the only one); for a .cu, a template instance "
+                   "such as 'reduce6<float, 256, true>' is compiled.")
+@click.option("--arch", metavar="SM", help="For a .cu: the target to compile for, to read "
+              "the kernel (default: the current device).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the spec to a file.")
 @force_option
-def init(path, kernel_name, output, force):
-    """Write a starter spec from what a cubin says (types are guesses: see the comments)."""
+def init(path, kernel_name, arch, output, force):
+    """Write a starter spec from what a cubin (or a .cu, compiled with NVRTC) says
+    (types not known from a C++ signature are guesses: see the comments)."""
     from pathlib import Path
 
-    from ..binary.cubin import load_cubin
     from ..starter import pick_kernel, starter_spec
-    cubin = existing(path)
-    info = load_cubin(cubin)
+    source = existing(path)
+    if source.suffix == ".cu":
+        kind, info = "source", _compiled_info(source, kernel_name, arch or current_arch())
+    else:
+        from ..binary.cubin import load_cubin
+        kind, info = "cubin", load_cubin(source)
     target = Path(output) if output else None
-    text = starter_spec(info, pick_kernel(info, kernel_name), cubin,
-                        target.parent if target else Path.cwd())
+    kernel = pick_kernel(info, info.kernels[0].name if kind == "source" and kernel_name
+                         else kernel_name)
+    text = starter_spec(info, kernel, source, target.parent if target else Path.cwd(), kind,
+                        kernel_name if kind == "source" else None)
     if target:
         write_output(output, text, force)
         sys.stderr.write(f"wrote {target}\n")
     else:
         sys.stdout.write(text)
+
+
+def _compiled_info(source, kernel_name: str | None, arch: str):
+    """The cubin NVRTC makes of `source` (through the cache), read; with a name
+    expression for a template instance or signature, only that kernel."""
+    from dataclasses import replace
+
+    from ..binary.cubin import read_cubin
+    from ..binary.names import name_expression
+    from ..binary.nvrtc import cached_compile
+    from ..inputs import read_bounded
+    from ..limits import MAX_SOURCE_BYTES
+    expression = name_expression(kernel_name) if kernel_name else None
+    cached = cached_compile(read_bounded(source, MAX_SOURCE_BYTES, "CUDA source"),
+                            name=str(source), arch=arch,
+                            name_expressions=[expression] if expression else [])
+    info = read_cubin(cached.compiled.cubin, str(source))
+    if kernel_name:
+        symbol = cached.compiled.lowered_names.get(expression) if expression else None
+        info = replace(info, kernels=[info.kernel(symbol or kernel_name)])
+    return info

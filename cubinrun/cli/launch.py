@@ -443,7 +443,7 @@ def _dry_run_many(tasks, args: LaunchArgs) -> int:
         documents.append({"spec": task.spec, "point": dict(task.point), "exit_code": 0,
                           "status": "ok", "plan": plan})
         spec = prepared.plan.spec
-        rows.append((task.spec, _point(task), prepared.kernel_name, dims(spec.grid),
+        rows.append((task.spec, _point(task), prepared.binary.kernel.cxx_name, dims(spec.grid),
                      dims(spec.block), "ok"))
     exit_code = most_severe(codes)
     if args.as_json:
