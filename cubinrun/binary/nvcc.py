@@ -63,7 +63,8 @@ def nvcc_command(nvcc: str, source: Path, output: Path, *, arch: str,
                  ) -> list[str]:
     parse_arch(arch)
     return [nvcc, "-cubin", f"-arch={arch}", *options,
-            *(f"-I{folder}" for folder in include_dirs), str(source), "-o", str(output)]
+            *(f"-I{Path(folder).resolve()}" for folder in include_dirs), str(source), "-o",
+            str(output)]
 
 
 def cached_compile_nvcc(source: bytes, *, path: Path, arch: str, options: Sequence[str] = (),
@@ -91,8 +92,7 @@ def compile_nvcc(nvcc: str, path: Path, *, arch: str, options: Sequence[str] = (
         output = Path(scratch) / "kernel.cubin"
         command = nvcc_command(nvcc, path.resolve(), output, arch=arch, options=options,
                                include_dirs=include_dirs)
-        # nvcc's intermediate files go to the scratch folder, not the source's.
-        status, log = run_tool(command, "nvcc", f"compiling {path}", cwd=scratch)
+        status, log = run_tool(command, "nvcc", f"compiling {path}")
         if status != 0:
             raise BuildError(f"nvcc failed to compile {path} for {arch}: {_first_error(log)}",
                              log)
