@@ -14,7 +14,7 @@ from conftest import REPO
 from test_cli import run
 
 from cubinrun.cli import cli
-from cubinrun.spec import sections
+from cubinrun.specfile import sections
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..dtypes import SCALAR_TYPES
 from ..errors import SpecError
 from ..limits import SHARED_OPTIN_BY_SM
-from ..plan import Plan
+from ..plan.make import Plan
 from ..signature import leaf_size
 from .cubin import CubinInfo, KernelInfo
 

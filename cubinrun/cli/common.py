@@ -114,7 +114,7 @@ def existing(path: str) -> Path:
 
 def current_arch() -> str:
     """The arch of device 0, or a clear request for --arch when there is none."""
-    from .. import driver
+    from ..gpu import driver
     from ..errors import CudaError, UsageError
     try:
         return driver.get_device(0).arch
@@ -140,9 +140,9 @@ def one_run(spec_path: str, overrides: tuple[str, ...], device: int | None):
     sweep has several points is a usage error asking for --set; device values
     come from device `device` (0), read only if the spec names one."""
     from ..errors import UsageError
-    from ..props import device_values_of
+    from ..gpu.props import device_values_of
     from ..runs.expand import expand, point_text
-    from ..spec import load_spec, parse_overrides
+    from ..specfile import load_spec, parse_overrides
     tasks = expand([spec_path], parse_overrides(overrides))
     task = tasks[0]
     if task.error is not None:

@@ -30,13 +30,13 @@ def profile(spec_path, ncu_args, overrides, device, as_json, keep, l2):
     from ..debug.profiler import find_ncu, run_profile
     from ..debug.tools import cubinrun_command
     from ..errors import SpecError
-    from ..report import print_json
+    from .report import print_json
     from .common import one_run
     try:
         spec, overrides = one_run(spec_path, overrides, device)
         kernel = spec.kernel.name or _kernel_name(spec)
     except SpecError as error:
-        from ..spec.locate import locate
+        from ..specfile.locate import locate
         raise locate(error, spec_path) from None
     executable = find_ncu()
     run = run_profile(kernel, l2 or spec.bench.l2, cubinrun_command(spec_path, overrides, device),
@@ -53,7 +53,7 @@ def profile(spec_path, ncu_args, overrides, device, as_json, keep, l2):
 
 def _kernel_name(spec) -> str:
     from ..errors import UsageError
-    from ..prepare import needs_device_target, prepare
+    from ..pipeline.prepare import needs_device_target, prepare
     if needs_device_target(spec):
         raise UsageError("profile needs kernel.name for a source: or ptx: kernel (ncu filters "
                          "launches by name)")

@@ -23,7 +23,7 @@ def repro(spec_path, folder, overrides, arch):
 
     from ..debug.repro import load_kernel_for_repro, write_repro
     from ..errors import SpecError
-    from ..prepare import needs_device_target
+    from ..pipeline.prepare import needs_device_target
     from ..text import human_bytes
     from .common import current_arch, one_run
     try:
@@ -32,7 +32,7 @@ def repro(spec_path, folder, overrides, arch):
             arch = current_arch()
         written = write_repro(load_kernel_for_repro(spec, arch), Path(folder))
     except SpecError as error:
-        from ..spec.locate import locate
+        from ..specfile.locate import locate
         raise locate(error, spec_path) from None
     inputs = sum(1 for f in written.files if f.startswith("inputs/"))
     click.echo(f"wrote {written.folder}: kernel.cubin, {inputs} input(s) "

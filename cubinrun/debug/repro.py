@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..hostdata import to_float64
-from ..packing import pack_struct, scalar_bytes
+from ..hostdata.values import to_float64
+from ..plan.packing import pack_struct, scalar_bytes
 from ..signature import leaf_size
 
 _TEMPLATE = Path(__file__).with_name("repro_template.c")
@@ -64,7 +64,7 @@ class Written:
 def load_kernel_for_repro(spec, arch: str | None = None):
     """A prepare.Prepared without a launcher (a reproducer has its own): the
     binary read (or compiled for `arch`) and checked against the spec."""
-    from ..prepare import prepare
+    from ..pipeline.prepare import prepare
     return prepare(spec, arch=arch, build_launcher=False)
 
 
@@ -73,8 +73,8 @@ def write_repro(prepared, folder: Path, inputs: list | None = None) -> Written:
     `inputs`: the buffers' hostdata.InputValues (made here if not given). Inputs
     and expected outputs are written block by block, made on the worker
     threads: no buffer is ever whole in host memory."""
-    from ..buffers import make_inputs
-    from ..check import expected_for
+    from ..gpu.buffers import make_inputs
+    from ..hostdata.check import expected_for
     plan = prepared.plan
     spec = plan.spec
     if inputs is None:
@@ -126,7 +126,7 @@ def write_repro(prepared, folder: Path, inputs: list | None = None) -> Written:
 
 
 def _input_blocks(values):
-    from ..parallel import ordered
+    from ..hostdata.threads import ordered
     return ordered(lambda k=k: values.block(k) for k in range(values.blocks))
 
 
@@ -181,7 +181,7 @@ def _source(prepared, buffer_rows: list[str], check_rows: list[str], tables: dic
 
 def _params(plan, names: list[str]) -> str:
     """One C declaration per kernel parameter, then the array of their addresses."""
-    from ..tma import tiled_args
+    from ..gpu.tma import tiled_args
     spec = plan.spec
     lines, pointers = [], []
     for k, slot in enumerate(plan.slots):

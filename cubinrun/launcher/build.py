@@ -22,9 +22,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Sequence
 
-from ..cache import cache_root, mark_used, prune_now_and_then
+from ..cache.folders import cache_root, mark_used, prune_now_and_then
 from ..errors import BuildError
-from .cache_entry import store, verified_module
+from ..cache.launcher_entry import store, verified_module
 from .codegen import generate_source, module_name_for
 from .compilers import Compiler, find_compiler
 from .tool_runs import run_tool

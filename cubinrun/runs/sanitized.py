@@ -58,7 +58,7 @@ class SanitizerExecutor:
             run = run_sanitizer(self.tool, kernel, program, self.executable)
         except CubinrunError as error:
             if isinstance(error, SpecError):
-                from ..spec.locate import locate
+                from ..specfile.locate import locate
                 locate(error, task.spec)
             return RunRecord.failed(task, error, time.perf_counter() - started)
         return sanitized_record(task, run, time.perf_counter() - started)
@@ -68,10 +68,10 @@ class SanitizerExecutor:
         spec leaves it out (not for kernels compiled for the device: only one
         kernel is launched without timing anyway). The spec is read and its data
         checked here first, so its mistakes are found without the tool."""
-        from ..prepare import needs_device_target, prepare
-        from ..props import device_values_of
-        from ..run import check_data
-        from ..spec import load_spec
+        from ..pipeline.prepare import needs_device_target, prepare
+        from ..gpu.props import device_values_of
+        from ..pipeline.session import check_data
+        from ..specfile import load_spec
         if self._device_values is None:
             self._device_values = device_values_of(self.device or 0)
         spec = load_spec(task.spec, task.overrides, device=self._device_values)

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import time
 
-from .. import driver
+from ..gpu import driver
 from ..errors import CubinrunError, CudaError, SpecError
-from ..run import RunOptions
+from ..pipeline.session import RunOptions
 from .expand import RunTask
 from .outcome import RunRecord
 
@@ -55,7 +55,7 @@ class Runner:
             result = self._run(task)
         except CubinrunError as error:
             if isinstance(error, SpecError):
-                from ..spec.locate import locate
+                from ..specfile.locate import locate
                 locate(error, task.spec)
             record = RunRecord.failed(task, error, time.perf_counter() - started)
             record.broken = isinstance(error, CudaError) and self._context_broken(error)
@@ -84,11 +84,11 @@ class Runner:
         return self._identity
 
     def _run(self, task: RunTask):
-        from ..plan import make_plan
-        from ..run import Session, check_data, prepare_early, run_spec
-        from ..specialization import check_plan
-        from ..spec import load_spec
-        from ..spec.device_values import DeviceValues
+        from ..plan.make import make_plan
+        from ..pipeline.session import Session, check_data, prepare_early, run_spec
+        from ..plan.specialization import check_plan
+        from ..specfile import load_spec
+        from ..specfile.device_values import DeviceValues
         device_values = DeviceValues(self._device_values, f"device {self.ordinal}")
         spec = load_spec(task.spec, task.overrides, device=device_values)
         check_plan(make_plan(spec))         # what the binary was compiled for, before its data
@@ -109,7 +109,7 @@ class Runner:
         """The device, opened now rather than with the first run (a Ray worker
         reports it before it is given runs)."""
         if self.session is None:
-            from ..run import Session
+            from ..pipeline.session import Session
             opening, self.opening = self.opening, None
             device = opening.wait() if opening is not None else driver.open_device(self.ordinal)
             self.session = Session(device)
@@ -118,7 +118,7 @@ class Runner:
     def _device_values(self) -> dict[str, int]:
         """sm_count and the rest, for a spec that names them: from the device this
         runner runs on (waiting for it to open if it is opening)."""
-        from ..props import device_values
+        from ..gpu.props import device_values
         if self.session is not None:
             return device_values(self.session.device)
         if self.opening is not None:
