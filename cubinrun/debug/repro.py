@@ -61,11 +61,11 @@ class Written:
 
 # ---------------------------------------------------------------- the folder
 
-def load_kernel_for_repro(spec, arch: str | None = None):
+def load_kernel_for_repro(plan, arch: str | None = None):
     """A prepare.Prepared without a launcher (a reproducer has its own): the
-    binary read (or compiled for `arch`) and checked against the spec."""
+    binary read (or compiled for `arch`) and checked against the plan."""
     from ..pipeline.prepare import prepare
-    return prepare(spec, arch=arch, build_launcher=False)
+    return prepare(plan, arch=arch, build_launcher=False)
 
 
 def write_repro(prepared, folder: Path, inputs: list | None = None) -> Written:
