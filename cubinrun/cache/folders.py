@@ -3,9 +3,10 @@ parsed cubin facts; and how a cache file is written."""
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from pathlib import Path
+
+from ..platform import WINDOWS
 
 
 def cache_root() -> Path:
@@ -13,7 +14,7 @@ def cache_root() -> Path:
     $XDG_CACHE_HOME/cubinrun, else ~/.cache/cubinrun."""
     if explicit := os.environ.get("CUBINRUN_CACHE_DIR"):
         return Path(explicit)
-    if sys.platform == "win32":
+    if WINDOWS:
         # Local, not Roaming: launchers are built for this machine's compiler.
         local = os.environ.get("LOCALAPPDATA", "")
         return Path(local if os.path.isabs(local) else _home() / "AppData" / "Local") / "cubinrun"

@@ -61,13 +61,6 @@ class Written:
 
 # ---------------------------------------------------------------- the folder
 
-def load_kernel_for_repro(plan, arch: str | None = None):
-    """A prepare.Prepared without a launcher (a reproducer has its own): the
-    binary read (or compiled for `arch`) and checked against the plan."""
-    from ..pipeline.prepare import prepare
-    return prepare(plan, arch=arch, build_launcher=False)
-
-
 def write_repro(prepared, folder: Path, inputs: list | None = None) -> Written:
     """Write the reproducer of `prepared` (prepare.Prepared; no launcher needed).
     `inputs`: the buffers' hostdata.InputValues (made here if not given). Inputs

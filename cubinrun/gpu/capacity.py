@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import ctypes
 import os
-import sys
 
 from . import driver
 from ..errors import CudaError, SpecError
+from ..platform import WINDOWS
 from ..text import human_bytes
 
 _WORKER_BYTES = 96 << 20        # per worker: a few float64 blocks of a check or a draw
@@ -51,7 +51,7 @@ def available_host_memory() -> int | None:
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
-    if sys.platform == "win32":
+    if WINDOWS:
         return _windows_available()
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")

@@ -7,26 +7,24 @@ at a buffer (another pointer argument's, or one of their own given inline).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 from .. import signature as sig
 from ..dtypes import ELEMENT_TYPES
 from ..errors import SpecError, excerpt, shorten
 from ..limits import MAX_BUFFER_BYTES, MAX_DIMS
+from .context import SpecContext
 from .yamlload import LocatedDict
 from .model import (Arg, BufferArg, BufferRef, ConstArg, DescArg, Init,
                     ScalarArg, StructArg, TupleArg)
 from .scalars import check_scalar_value
 from .sections import DISTRIBUTIONS, INIT_NAMES, PADDINGS, SWIZZLES, keys, required
 
-if TYPE_CHECKING:
-    from .loader import _SpecBuilder
-
 _NOT_AGGREGATES = (sig.PointerType, sig.ConstexprType, sig.TmaDescType, sig.TensorDescType)
 
 
 class ArgsBuilder:
-    def __init__(self, builder: "_SpecBuilder", signature: sig.Signature):
+    def __init__(self, builder: SpecContext, signature: sig.Signature):
         self.b = builder
         self.signature = signature
         self.buffers: dict[str, BufferArg] = {}
