@@ -1,5 +1,5 @@
 """What the cache holds, by kind: listed (`cubinrun cache info`), cleared
-(`cubinrun cache clear`) and pruned (entries unused for a month, see cache.py).
+(`cubinrun cache clear`) and pruned (entries unused for a month, see folders.py).
 
 Only files cubinrun itself names are touched, in the kind folders of the cache
 root (launchers/, nvrtc/, nvjitlink/, cubins/): the root may be any folder a

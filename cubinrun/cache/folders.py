@@ -43,7 +43,7 @@ def write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
-# --- use and pruning (cache_entries.py lists, clears and prunes) -------------
+# --- use and pruning (entries.py lists, clears and prunes) -------------
 # An entry not used for PRUNE_UNUSED_DAYS is removed, at most once a day, by
 # the next command that writes to the cache: a compile is already slow, and a
 # command that only hits the cache never pays for a scan.

@@ -6,14 +6,14 @@ only the driver API, and `run.sh`, which builds it with `cc` and runs it.
 
 The C passes the kernel exactly the parameter bytes cubinrun's launcher
 passes: scalars and structs passed by value are packed here as the launcher
-gets them (packing.py: fp16 and bf16 rounded to nearest even from the
+gets them (plan/packing.py: fp16 and bf16 rounded to nearest even from the
 double, booleans in one byte) and written into the C as bytes; pointers are
 the program's own allocations, in the same places (a buffer's `offset:`
 past its allocation's start included), patched into structs that hold
 them; a CUtensorMap is
 encoded by the program with cuTensorMapEncodeTiled from the same arguments
 cubinrun uses (tma.tiled_args). Function and launch attributes follow
-kernel.py and the launcher's Config: the shared-memory opt-in above 48 KiB,
+gpu/kernel.py and the launcher's Config: the shared-memory opt-in above 48 KiB,
 non-portable clusters above 8, PDL, cooperative, clusters (num_ctas: a
 (K, 1, 1) cluster with the SPREAD policy). The expected outputs come from the
 spec's `check` (check.expected_for), so generating a reproducer needs no GPU

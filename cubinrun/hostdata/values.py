@@ -45,7 +45,7 @@ ignore it.
 
 Blocks
 `input_values` gives a buffer's input as `InputValues`, made CHUNK elements at a
-time on the worker threads (parallel.py), value for value the arrays above:
+time on the worker threads (threads.py), value for value the arrays above:
 uniform floats jump the PCG64 to each block's first value, normal blocks align
 on the true stream (pcgstream.NormalStream), integers are drawn in the one call
 above (NumPy's bounded integers keep buffered bits between values) and kept.

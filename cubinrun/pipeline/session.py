@@ -1,5 +1,5 @@
-"""One spec's run on a GPU, the pipeline every run takes (a single launch, a
-sweep, a worker process, a Ray actor):
+"""One spec's run on a GPU, the pipeline every run takes: a single launch, a
+sweep, a worker process and a Ray actor alike.
 
 plan_spec (read, plan once, check) -> prepare (binary, launcher) -> ready
 (kernel loaded, buffers filled) -> launch once and synchronise -> check and
