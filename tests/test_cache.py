@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cubinrun import cache, cache_entries
+from cubinrun.cache import folders as cache, entries as cache_entries
 from cubinrun.binary.cubin_cache import read_cubin_cached
 
 from test_cli import CUBINS, run
@@ -66,9 +66,9 @@ def test_info_counts_entries_and_bytes_of_each_kind(capsys, root):
     kinds = document["kinds"]
     assert document["root"] == str(root)
     assert {k: v["entries"] for k, v in kinds.items()} == \
-        {"launchers": 1, "nvrtc": 1, "nvjitlink": 1, "cubins": 2}
+        {"launchers": 1, "nvrtc": 1, "nvjitlink": 1, "nvcc": 0, "cubins": 2}
     assert {k: v["bytes"] for k, v in kinds.items()} == \
-        {"launchers": 1010, "nvrtc": 330, "nvjitlink": 220, "cubins": 115}
+        {"launchers": 1010, "nvrtc": 330, "nvjitlink": 220, "nvcc": 0, "cubins": 115}
     assert kinds["launchers"]["temporary_files"] == 1 and kinds["cubins"]["temporary_files"] == 1
     assert document["bytes"] == 1010 + 330 + 220 + 115
     assert document["prune"]["unused_days"] == cache.PRUNE_UNUSED_DAYS
@@ -122,7 +122,7 @@ def test_clear_keeps_what_it_cannot_remove_and_says_so(capsys, root, monkeypatch
     monkeypatch.setattr(cache_entries.os, "unlink", unlink)
     code, out, err = run(capsys, "cache", "clear", "--json")
     document = json.loads(out)
-    assert code == 0 and document["removed"] == {"launchers": 0, "nvrtc": 1, "nvjitlink": 1,
+    assert code == 0 and document["removed"] == {"launchers": 0, "nvrtc": 1, "nvjitlink": 1, "nvcc": 0,
                                                  "cubins": 2}
     assert [k["path"] for k in document["kept"]] == [str(root / "launchers" / LAUNCHER)]
     code, _, err = run(capsys, "cache", "clear")
@@ -142,7 +142,7 @@ def test_prune_removes_entries_unused_for_the_period(root):
         age(root / name, 40)
     age(root / f"cubins/{KEY}.json.k3j4.tmp", 2)         # an unfinished write: a day is enough
     done = cache_entries.prune(root, 30 * DAY)
-    assert done.removed == {"launchers": 0, "nvrtc": 1, "nvjitlink": 0, "cubins": 1}
+    assert done.removed == {"launchers": 0, "nvrtc": 1, "nvjitlink": 0, "nvcc": 0, "cubins": 1}
     assert not (root / "nvrtc" / f"{KEY}.cubin").exists()
     assert (root / "cubins" / f"{OTHER}.json").exists()
     assert not (root / "cubins" / f"{KEY}.json.k3j4.tmp").exists()

@@ -13,7 +13,7 @@ import pytest
 from cubinrun.binary.load import load_binary
 from cubinrun.cli import main
 from cubinrun.errors import BuildError, SpecError
-from cubinrun.spec import load_spec
+from cubinrun.specfile import load_spec
 
 REPO = Path(__file__).resolve().parent.parent
 CXX_CONFIGS = REPO / "configs" / "cxx"

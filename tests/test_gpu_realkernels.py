@@ -55,7 +55,7 @@ def test_overloads_and_plain_cxx_names_run_and_pass(name):
 
 @pytest.mark.parametrize("name", sorted(p.name for p in REAL.glob("*.yaml")))
 def test_third_party_kernels_run_and_pass_their_checks(name):
-    from cubinrun.yamlload import load_yaml_file
+    from cubinrun.specfile.yamlload import load_yaml_file
     tree = load_yaml_file(REAL / name)
     if not (REAL / tree["kernel"]["source"]).is_file():
         pytest.skip("third-party kernels not fetched: kernels/thirdparty/fetch.sh")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cubinrun.cli import main
-from cubinrun.yamlload import load_yaml_file
+from cubinrun.specfile.yamlload import load_yaml_file
 
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "configs" / "realkernels"

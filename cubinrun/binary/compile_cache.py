@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cache import mark_used, prune_now_and_then, write_atomically
+from ..cache.folders import mark_used, prune_now_and_then, write_atomically
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,16 @@
-"""The spec's kernel as a cubin: read, compiled (NVRTC for `source:`,
-nvJitLink for `ptx:`, both cached) or taken from a Triton entry, then parsed
-so that the spec can be checked against what the binary really holds."""
+"""The spec's kernel as a cubin: read, compiled (NVRTC or nvcc for `source:`,
+nvJitLink for `ptx:`, all cached) or taken from a Triton entry, then parsed
+so that the spec can be checked against what the binary really holds; the
+kernel is found by its name as written in C++ (names.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BuildError, CubinrunError, SpecError, excerpt, shorten
-from ..inputs import read_bounded
+from ..files import read_bounded
 from ..limits import MAX_BINARY_BYTES, MAX_PTX_BYTES, MAX_SOURCE_BYTES
-from ..spec import Spec
+from ..specfile import Spec
 from .cubin import CubinInfo, KernelInfo
 from .cubin_cache import read_cubin_cached
 

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from ..cache import cache_root
+from ..cache.folders import cache_root
 from ..errors import BuildError
 from .compile_cache import CachedCompile, CompiledCuda, entry_key, lookup_entry, store_entry
 from .nvrtc import parse_arch

@@ -30,7 +30,7 @@ import re
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ..cache import cache_root
+from ..cache.folders import cache_root
 from ..errors import BuildError, UsageError, excerpt
 from .compile_cache import CachedCompile, CompiledCuda, entry_key, lookup_entry, store_entry
 

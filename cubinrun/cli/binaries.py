@@ -24,12 +24,12 @@ def inspect(path, kernel_name, as_json):
     if kernel_name:
         infos = [replace(info, kernels=[info.kernel(kernel_name)]) for info in infos]
     if as_json:
-        from ..report import print_json
+        from .report import print_json
         documents = [{**info.to_json(), "globals": found}
                      for info, found in zip(infos, module_globals)]
         print_json(documents[0] if len(documents) == 1 else {"cubins": documents})
     else:
-        from ..inspect_view import render_inspect
+        from .inspect_view import render_inspect
         out = console()
         for info, found in zip(infos, module_globals):
             render_inspect(info, out, found)
@@ -55,7 +55,7 @@ def compile_command(source, arch, output, defines, include_dirs, options, name_e
     path = existing(source)
     arch = arch or current_arch()
     macros = dict(d.split("=", 1) if "=" in d else (d, None) for d in defines)
-    from ..inputs import read_bounded
+    from ..files import read_bounded
     from ..limits import MAX_SOURCE_BYTES
     source_bytes = read_bounded(path, MAX_SOURCE_BYTES, "CUDA source")
     out = Path(output) if output else path.with_suffix(f".{arch}.cubin")
@@ -104,7 +104,7 @@ def init(path, kernel_name, arch, output, force):
     (types not known from a C++ signature are guesses: see the comments)."""
     from pathlib import Path
 
-    from ..starter import pick_kernel, starter_spec
+    from .starter import pick_kernel, starter_spec
     source = existing(path)
     if source.suffix == ".cu":
         kind, info = "source", _compiled_info(source, kernel_name, arch or current_arch())
@@ -131,7 +131,7 @@ def _compiled_info(source, kernel_name: str | None, arch: str):
     from ..binary.cubin import read_cubin
     from ..binary.names import name_expression
     from ..binary.nvrtc import cached_compile
-    from ..inputs import read_bounded
+    from ..files import read_bounded
     from ..limits import MAX_SOURCE_BYTES
     expression = name_expression(kernel_name) if kernel_name else None
     cached = cached_compile(read_bounded(source, MAX_SOURCE_BYTES, "CUDA source"),
