@@ -147,3 +147,19 @@ def test_init_spells_the_shortest_name_that_picks_the_kernel():
     assert spelled_name(EXTERN_C, many) == "add_kernel"
     for each in many:
         assert find_kernel(many, spelled_name(each, many), "k.cu") is each
+
+
+def test_tool_filters_match_every_symbol_a_name_may_become():
+    import re
+
+    from cubinrun.binary.names import symbol_pattern, symbol_substring
+    for name, symbols in [("matmul_kernel", ["_Z13matmul_kernelPfS_S_", "matmul_kernel"]),
+                          ("reduce6<float, 256, true>", [REDUCE6_CXXFILT.name]),
+                          ("saxpy(float, const float*, float*, int)", [SAXPY_F.name]),
+                          ("ns::kernel", ["_ZN2ns6kernelEv"]),
+                          ("_Z5saxpydPKdPdi", [SAXPY_D.name])]:
+        for symbol in symbols:
+            assert re.match(symbol_pattern(name), symbol), (name, symbol)
+            assert symbol_substring(name) in symbol
+    assert not re.match(symbol_pattern("add"), "add_kernel")
+    assert not re.match(symbol_pattern("add"), "_Z10add_kernelPf")

@@ -153,6 +153,27 @@ def spelled_name(kernel: "KernelInfo", kernels: Sequence["KernelInfo"]) -> str:
     return kernel.name
 
 
+def symbol_pattern(name: str) -> str:
+    """A regular expression for the symbols `name` may resolve to, for tools that
+    filter launches by symbol (ncu) before any binary is read: the name itself,
+    or a C++ function of that name, mangled (`_Z13matmul_kernelPfS_S_`,
+    `_ZN2ns6kernelEv`). An instance of a template matches by its name alone."""
+    if is_mangled(name):
+        return f"^{re.escape(name)}$"
+    parsed = parse_name(name)
+    last = (parsed.base if parsed else name).split("::")[-1]
+    return f"^({re.escape(last)}|_Z(N\\w*?)?{len(last)}{re.escape(last)}\\w*)$"
+
+
+def symbol_substring(name: str) -> str:
+    """What every symbol `name` may resolve to contains (compute-sanitizer filters
+    kernels by a substring of the symbol): the function's own name."""
+    if is_mangled(name):
+        return name
+    parsed = parse_name(name)
+    return (parsed.base if parsed else name).split("::")[-1]
+
+
 def kernel_name(kernel: "KernelInfo") -> CxxName:
     """The canonical name of a binary's kernel (an extern "C" one is its symbol)."""
     parsed = parse_name(kernel.demangled) if kernel.demangled else None

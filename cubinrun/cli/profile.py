@@ -33,7 +33,7 @@ def profile(spec_path, ncu_args, overrides, device, as_json, keep, l2):
     from .common import one_run
     plan, overrides = one_run(spec_path, overrides, device)
     spec = plan.spec
-    kernel = spec.kernel.name or _kernel_name(plan)
+    kernel = _kernel_filter(plan)
     executable = find_ncu()
     run = run_profile(kernel, l2 or spec.bench.l2, cubinrun_command(spec_path, overrides, device),
                       list(ncu_args), keep, executable)
@@ -47,13 +47,22 @@ def profile(spec_path, ncu_args, overrides, device, as_json, keep, l2):
     sys.exit(run.exit_code if 0 <= run.exit_code <= 5 else 4)
 
 
-def _kernel_name(plan) -> str:
+def _kernel_filter(plan) -> str:
+    """ncu's --kernel-name (matched against mangled symbols): the kernel's symbol
+    when the binary can be read here, else a pattern for the symbols a C++
+    name may become (`regex:`), since a source is compiled for the device."""
+    from ..binary.names import is_mangled, symbol_pattern
     from ..errors import UsageError
     from ..pipeline.prepare import needs_device_target, prepare
-    if needs_device_target(plan.spec):
+    name = plan.spec.kernel.name
+    if name and is_mangled(name):
+        return name
+    if not needs_device_target(plan.spec):
+        return prepare(plan).kernel_name
+    if name is None:
         raise UsageError("profile needs kernel.name for a source: or ptx: kernel (ncu filters "
                          "launches by name)")
-    return prepare(plan).kernel_name
+    return "regex:" + symbol_pattern(name)
 
 
 def _pct(value) -> str:

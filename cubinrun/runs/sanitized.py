@@ -71,7 +71,8 @@ class SanitizerExecutor:
             self._device_values = device_values_of(self.device or 0)
         plan = plan_spec(task.spec, task.overrides, self._device_values)
         if plan.spec.kernel.name:
-            return plan.spec.kernel.name
+            from ..binary.names import symbol_substring
+            return symbol_substring(plan.spec.kernel.name)      # a C++ name, mangled or not
         return None if needs_device_target(plan.spec) else prepare(plan).kernel_name
 
     def close(self) -> None:
