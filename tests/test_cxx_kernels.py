@@ -199,3 +199,15 @@ def test_init_from_a_cu_names_the_instance_and_types_from_the_cxx_signature(caps
     assert code == 0, err
     code, _, err = run(capsys, "init", source, "--arch", "sm_90")
     assert code == 2 and "holds 3 kernels (scale(float, float*, int), axpy(double, " in err
+
+
+def test_nvcc_options_cannot_change_the_target_or_output():
+    from cubinrun.binary.nvcc import nvcc_command
+    from cubinrun.errors import UsageError
+    command = nvcc_command("nvcc", Path("k.cu"), Path("k.cubin"), arch="sm_90",
+                           options=["-O3", "-Dblock=4", "-lineinfo"], include_dirs=["inc"])
+    assert command[:3] == ["nvcc", "-cubin", "-arch=sm_90"]
+    assert command[-2:] == ["-o", "k.cubin"] and f"-I{Path('inc').resolve()}" in command
+    for option in ("-arch=sm_80", "-o", "--gpu-architecture=sm_80", "-gencode", "-ptx"):
+        with pytest.raises(UsageError, match="cubinrun chooses nvcc's target"):
+            nvcc_command("nvcc", Path("k.cu"), Path("k.cubin"), arch="sm_90", options=[option])

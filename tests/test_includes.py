@@ -47,3 +47,13 @@ def test_the_digest_follows_header_contents(tmp_path):
 def test_include_folders_in_options():
     assert include_dirs_in(["-I", "a", "-Ib", "--include-path=c", "-lineinfo", "-I"]) == [
         "a", "b", "c"]
+
+
+def test_cuda_headers_come_from_wheels_or_a_toolkit(monkeypatch, tmp_path):
+    from cubinrun.binary import includes
+    folders = includes.toolkit_include_dirs()
+    assert any(Path(f, "cub", "block", "block_reduce.cuh").is_file() for f in folders)   # CCCL
+    assert any(Path(f, "cuda_fp16.h").is_file() for f in folders)                        # runtime
+    (tmp_path / "include" / "cccl" / "cuda" / "std").mkdir(parents=True)
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))
+    assert includes._toolkit_cccl() == str(tmp_path / "include" / "cccl")

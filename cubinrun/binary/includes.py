@@ -45,9 +45,26 @@ def toolkit_include_dirs() -> tuple[str, ...]:
             folder = find_nvidia_header_directory(library)
         except (RuntimeError, ValueError):      # an unknown name on an old cuda-pathfinder
             folder = None
+        if library == "cccl" and not folder:
+            folder = _toolkit_cccl()
         if folder and folder not in folders:
             folders.append(folder)
     return tuple(folders)
+
+
+def _toolkit_cccl() -> str | None:
+    """An installed toolkit's CCCL (include/cccl), where no wheel has it and
+    cuda.pathfinder does not look: $CUDA_HOME, $CUDA_PATH, nvcc's, /usr/local/cuda."""
+    import os
+    import shutil
+    nvcc = shutil.which("nvcc")
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
+             str(Path(nvcc).resolve().parent.parent) if nvcc else None, "/usr/local/cuda"]
+    for root in filter(None, roots):
+        folder = Path(root) / "include" / "cccl"
+        if (folder / "cuda" / "std").is_dir():
+            return str(folder)
+    return None
 
 
 def include_dirs_in(options: Sequence[str]) -> list[str]:

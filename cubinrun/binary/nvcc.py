@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Sequence
 
 from ..cache.folders import cache_root
-from ..errors import BuildError
+from ..errors import BuildError, UsageError, excerpt
 from .compile_cache import CachedCompile, CompiledCuda, entry_key, lookup_entry, store_entry
 from .nvrtc import parse_arch
 
@@ -62,6 +63,11 @@ def nvcc_command(nvcc: str, source: Path, output: Path, *, arch: str,
                  options: Sequence[str] = (), include_dirs: Sequence[str | os.PathLike] = ()
                  ) -> list[str]:
     parse_arch(arch)
+    for option in options:
+        if re.match(r"-(arch|gencode|code|o|cubin|ptx|fatbin|c)\b|--(gpu-architecture|gpu-code|"
+                    r"generate-code|output-file)\b", option):
+            raise UsageError(f"option {excerpt(option)}: cubinrun chooses nvcc's target and "
+                             "output (give the arch through --arch or kernel.arch)")
     return [nvcc, "-cubin", f"-arch={arch}", *options,
             *(f"-I{Path(folder).resolve()}" for folder in include_dirs), str(source), "-o",
             str(output)]
