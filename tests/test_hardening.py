@@ -93,7 +93,7 @@ def test_a_spec_that_is_not_utf8_names_the_line(capsys, tmp_path):
 def test_error_quotes_only_an_excerpt_of_a_long_value(capsys, spec):
     line = error_line(capsys, "launch", "--dry-run",
                       spec(BASE.replace("name: add_kernel", "name: [" + "x, " * 20000 + "x]")))
-    assert "kernel.name: must be a symbol name" in line and len(line) < 300
+    assert "kernel.name: must be a kernel name" in line and len(line) < 300
 
 
 def test_calls_split_at_commas_in_flow_mappings_are_rejoined(capsys, spec):
