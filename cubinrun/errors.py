@@ -64,6 +64,26 @@ class BuildError(CubinrunError):
         super().__init__(message)
 
 
+class ResourceLimitError(BuildError):
+    """The kernel, as built for this point, exceeds a resource limit of the GPU
+    (static shared memory, registers, threads per block, dynamic shared memory).
+
+    Raised where the limit is found (NVRTC's ptxas log, the binary's checks
+    against the spec, the load), so a sweep can report the point `invalid`
+    with `reason` instead of failing it; outside a sweep it is a build error
+    (exit 3) like any other."""
+
+    def __init__(self, message: str, reason: str, log: str = ""):
+        self.reason = reason        # one line: what exceeds which limit
+        super().__init__(message, log)
+
+
+def invalid_reason(error: BaseException) -> str | None:
+    """Why a point is invalid (a resource limit of the kernel), or None when
+    `error` is any other failure."""
+    return error.reason if isinstance(error, ResourceLimitError) else None
+
+
 class CudaError(CubinrunError):
     """A CUDA driver call failed, or there is no driver or device."""
 
