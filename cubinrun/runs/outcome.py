@@ -68,8 +68,9 @@ class RunRecord:
         reason = invalid_reason(error)
         if reason is not None and task.in_sweep:
             record.outcome, record.error_type, record.error = "invalid", "invalid", reason
+            record.exit_code = EXIT_OK if task.invalid_skip else EXIT_BUILD     # SPEC section 5
             if task.invalid_skip:
-                record.exit_code, record.exception = EXIT_OK, None
+                record.exception = None
         return record
 
     @classmethod
