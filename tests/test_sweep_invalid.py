@@ -84,3 +84,19 @@ def test_a_block_above_the_loaded_kernels_limit_is_invalid(device, in_process, t
                                    "512 threads per block exceed add_kernel's maximum of 256 "
                                    "(set by __launch_bounds__ or its register use)"}
     assert f"invalid: {spec} [W=16]: 512 threads per block" in err
+
+
+def test_the_tiled_copy_sample_dry_runs_with_skipped_and_invalid_points(capsys):
+    # a slice of configs/sweeps/tiled_copy.yaml (each point is an NVRTC compile)
+    sample = Path(__file__).resolve().parent.parent / "configs" / "sweeps" / "tiled_copy.yaml"
+    got, out, err = run_cli(capsys, "launch", "--dry-run", "--json", sample, "--axis",
+                            "TILE=[64,128]", "--axis", "ROWS=[8,16]", "--set", "T='fp32'")
+    results = json.loads(out)["results"]
+    assert got == EXIT_OK
+    assert [(r["point"]["VARIANT"], r["point"]["TILE"], r["point"]["ROWS"], r["status"])
+            for r in results] == [
+        ("naive", 64, 8, "ok"), ("naive", 64, 16, "ok"), ("naive", 128, 8, "ok"),
+        ("naive", 128, 16, "skipped"), ("shared", 64, 8, "ok"), ("shared", 64, 16, "ok"),
+        ("shared", 128, 8, "invalid"), ("shared", 128, 16, "skipped")]
+    assert results[3]["constraint"] == "TILE * ROWS <= 1024"
+    assert err.count("\n") == 1 and "needs 66048 bytes of shared data" in err
