@@ -19,6 +19,7 @@ limit of the kernel: errors.ResourceLimitError, `errors.invalid_reason`.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -68,6 +69,11 @@ class SweepSpace:
     overrides: dict[str, str]               # --set: every point has them too
     tree: Any = None
 
+    @functools.cached_property
+    def _reads(self) -> frozenset[str]:
+        """The vars the constraints read."""
+        return frozenset().union(*(c.expr.names for c in self.constraints))
+
     @property
     def size(self) -> int:
         return check_point_count(self.axes)
@@ -87,8 +93,12 @@ class SweepSpace:
         compared with a number)."""
         if not self.constraints:
             return None
-        from ..spec.loader import var_values
-        env = var_values(self.spec, self.tree, point_overrides(self.overrides, values))
+        env: Mapping[str, Any] = values
+        if not self._reads <= values.keys():
+            # a constraint reads a var the point does not set (a derived var, a
+            # default, --set): resolve the spec's vars at this point, lazily
+            from ..spec.loader import var_values
+            env = var_values(self.spec, self.tree, point_overrides(self.overrides, values))
         for constraint in self.constraints:
             try:
                 result = constraint.expr.evaluate(env)
