@@ -181,6 +181,14 @@ def _parse(value: Any, arrays: bool) -> Expr:
                         f"{excerpt(source)}")
     if "\0" in source:
         raise SpecError(f"invalid expression {excerpt(source)}: it holds a NUL character")
+    if source.isascii() and source.isdigit() and len(source) <= 80 and \
+            (source == "0" or source[0] != "0"):
+        # A plain integer, as each point of a sweep sets its vars: built without
+        # ast.parse, which was a tenth of a point's spec load. Anything else
+        # (0123, a huge number) takes the parser's path and its errors.
+        number = int(source)
+        if number.bit_length() <= MAX_INT_BITS:
+            return Expr(source, ast.Expression(body=ast.Constant(number)), frozenset(), arrays)
     try:
         tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as exc:

@@ -3,8 +3,6 @@ nvJitLink for `ptx:`, both cached) or taken from a Triton entry, then parsed
 so that the spec can be checked against what the binary really holds."""
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +32,7 @@ def load_binary(spec: Spec, arch: str | None) -> Binary:
         cubin_path = path.with_suffix(".cubin") if kind == "triton" else path
         cubin, origin = _read(cubin_path, field), str(cubin_path)
     try:
-        info = _facts(cubin, origin)
+        info = read_cubin_cached(cubin, origin)
     except SpecError as exc:
         raise exc.located(field=field) from None
     try:
@@ -44,22 +42,25 @@ def load_binary(spec: Spec, arch: str | None) -> Binary:
     return Binary(cubin, info, kernel, origin)
 
 
-# This process's cubin facts by the cubin's digest: a sweep loads the same cubin
-# once per point, and the cache's lookup (its folder, a file, JSON) was a
-# third of each point of a dry run.
-_FACTS: dict[bytes, CubinInfo] = {}
-_FACTS_MOST = 64
+class Binaries:
+    """load_binary, once per kernel file (as it is now), kind, name, options and
+    arch: what the runs of one session or one dry run share, so a sweep's
+    points compile, read and parse their binary once."""
 
+    def __init__(self):
+        self._binaries: dict[tuple, Binary] = {}
 
-def _facts(cubin: bytes, origin: str) -> CubinInfo:
-    key = hashlib.sha256(cubin).digest()
-    if (known := _FACTS.get(key)) is not None:
-        return dataclasses.replace(known, path=origin)
-    info = read_cubin_cached(cubin, origin)
-    if len(_FACTS) >= _FACTS_MOST:
-        _FACTS.clear()
-    _FACTS[key] = info
-    return info
+    def load(self, spec: Spec, arch: str | None) -> Binary:
+        kernel = spec.kernel
+        try:
+            stat = kernel.path.stat()
+            version = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            version = None                  # load_binary says what is wrong
+        key = (kernel.kind, str(kernel.path), version, kernel.name, kernel.options, arch)
+        if version is None or key not in self._binaries:
+            self._binaries[key] = load_binary(spec, arch)
+        return self._binaries[key]
 
 
 def _read(path: Path, field: str, limit: int = MAX_BINARY_BYTES, what: str = "cubin") -> bytes:

@@ -432,8 +432,10 @@ def _dry_run_many(tasks, args: LaunchArgs) -> int:
     from ..spec import load_spec
     from ..spec.locate import locate
     from ..text import dims
+    from ..binary.load import Binaries
     rows, documents, codes = [], [], []
     device = _dry_device(args)
+    binaries = Binaries()               # a sweep's points read and parse their binary once
     for task in tasks:
         if task.skipped is not None:
             record = RunRecord.not_run(task)
@@ -445,7 +447,7 @@ def _dry_run_many(tasks, args: LaunchArgs) -> int:
             if task.error is not None:
                 raise task.error
             spec = load_spec(task.spec, task.overrides, device=device)
-            prepared = prepare(spec, arch=args.arch)
+            prepared = prepare(spec, arch=args.arch, load=binaries.load)
             check_data(spec)
         except CubinrunError as error:
             if isinstance(error, SpecError):
