@@ -134,7 +134,7 @@ def test_string_axes_reach_names_options_and_the_signature(tmp_path):
                                         {"K": "scale", "T": "fp32"}, {"K": "scale", "T": "fp64"}]
     assert tasks[3].skipped == "K == 'copy' or T == 'fp32'" and tasks[1].runnable
     assert tasks[1].overrides == {"K": "'copy'", "T": "'fp64'"}
-    from cubinrun.spec import load_spec
+    from cubinrun.specfile import load_spec
     (tmp_path / "kern.cu").write_text("// placeholder: loading reads no source\n")
     spec = load_spec(path, tasks[1].overrides)
     assert spec.kernel.options == ("-DT=fp64",)
@@ -198,7 +198,7 @@ def test_a_resource_limit_in_a_sweep_is_an_invalid_point(tmp_path, skip, code):
 def test_a_dry_run_sweep_parses_its_spec_and_reads_its_binary_once(tmp_path, monkeypatch,
                                                                    capsys):
     # per point work was YAML parsing and cubin facts: 56 s for 10,000 points
-    from cubinrun import yamlload
+    from cubinrun.specfile import yamlload
     from cubinrun.binary import load
     calls = {"yaml": 0, "cubin": 0}
     parse, read = yamlload.load_yaml_text, load.read_cubin_cached
