@@ -214,3 +214,12 @@ def test_a_dry_run_sweep_parses_its_spec_and_reads_its_binary_once(tmp_path, mon
     assert run(["launch", "--dry-run", str(path)]) == 0
     assert "1200 runs planned, 300 ok, 900 skipped by constraints; exit 0" in capsys.readouterr().out
     assert calls == {"yaml": 1, "cubin": 1}
+
+
+def test_a_string_given_with_set_unquoted_gets_the_fix(tmp_path, capsys):
+    (tmp_path / "kern.cu").write_text("// not compiled: the spec fails first\n")
+    path = write(tmp_path, STRINGS.split("sweep:")[0])
+    assert run(["launch", "--dry-run", str(path), "--set", "K=scale"]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "--set K: unknown name 'scale' (known: K, N, T, arch, l2_bytes, max_shared_optin, n, "
+        "sm_count, warp_size); a string is quoted: \"'scale'\"")

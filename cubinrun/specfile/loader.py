@@ -524,7 +524,14 @@ class _Names:
         if isinstance(value, bool) and field.startswith("vars."):
             raise self.b.error("must be a number or an expression, got a boolean",
                                field, parent, key)
-        return self.b.evaluate(value, field, parent, key)
+        try:
+            return self.b.evaluate(value, field, parent, key)
+        except SpecError as exc:
+            if isinstance(value, str) and value.isidentifier() and value not in self.known() \
+                    and exc.message.startswith("unknown name"):
+                # a string for a string axis's var (`--set K=naive`) is a quoted literal
+                exc.message += f"; a string is quoted: {excerpt(chr(39) + value + chr(39))}"
+            raise
 
     def _scalar(self, name, value, field, parent, key):
         dtype = self.scalar_types[name]
