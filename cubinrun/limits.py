@@ -132,6 +132,13 @@ SHARED_OPTIN_BY_SM = {
     120: 101_376, 121: 101_376,
 }
 
+# Registers one block may use (the CUDA occupancy calculator's "registers per
+# block": 64K from sm_50 on, 32K on the Jetson chips sm_53 and sm_62), and the
+# unit a warp's registers are allocated in (256 registers per warp).
+REGISTERS_PER_BLOCK = 65_536
+REGISTERS_PER_BLOCK_BY_SM = {53: 32_768, 62: 32_768}
+REGISTER_ALLOCATION_UNIT = 256
+
 # --- messages ------------------------------------------------------------------
 # Characters of a bad value quoted in an error message.
 MAX_QUOTED_CHARS = 60
