@@ -14,7 +14,8 @@ from .common import complete_specs, set_option
 @set_option
 @click.option("--arch", metavar="SM", help="Target for compiling source:/ptx: kernels "
               "(default: device 0's).")
-def repro(spec_path, folder, overrides, arch):
+@click.option("--force", is_flag=True, help="Overwrite a reproducer already in the folder.")
+def repro(spec_path, folder, overrides, arch, force):
     """Write a reproducer: the cubin, the inputs, the expected outputs, one C
     file that launches the kernel through the driver API with cubinrun's exact
     parameter bytes, and run.sh to build and run it (a C compiler and the
@@ -30,7 +31,7 @@ def repro(spec_path, folder, overrides, arch):
         spec, _ = one_run(spec_path, overrides, None)
         if needs_device_target(spec) and arch is None:
             arch = current_arch()
-        written = write_repro(load_kernel_for_repro(spec, arch), Path(folder))
+        written = write_repro(load_kernel_for_repro(spec, arch), Path(folder), force=force)
     except SpecError as error:
         from ..spec.locate import locate
         raise locate(error, spec_path) from None

@@ -19,7 +19,7 @@ def schema(output, force):
     `# yaml-language-server: $schema=PATH/spec.schema.json`."""
     from ..spec.schema import schema_text
     text = schema_text()
-    if output:
+    if output is not None:
         write_output(output, text, force)
     else:
         sys.stdout.write(text)

@@ -34,7 +34,7 @@ def gen(spec_path, compact, scratch, overrides, output, force):
         leaf_types = [leaf.type for leaf in spec.leaves()]
         scratch = spec.launch.scratch_params
     source = generate_source(leaf_types, scratch)
-    if output:
+    if output is not None:
         write_output(output, source, force)
     elif sys.stdout.isatty() and not os.environ.get("NO_COLOR"):    # --no-color too
         from rich.syntax import Syntax

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from .. import signature as sig
 from ..dtypes import ELEMENT_TYPES
 from ..errors import SpecError, excerpt, shorten
+from ..inputs import output_problem
 from ..limits import MAX_BUFFER_BYTES, MAX_DIMS
 from ..yamlload import LocatedDict
 from .model import (Arg, BufferArg, BufferRef, ConstArg, DescArg, Init,
@@ -127,6 +128,8 @@ class ArgsBuilder:
         save = None
         if "save" in node:
             save = b.resolve_path(node["save"], f"{field}.save", node, "save", must_exist=False)
+            if problem := output_problem(save):       # a FIFO would block the run's end
+                raise b.error(f"{save} {problem}", f"{field}.save", node, "save")
         offset = 0
         if "offset" in node:            # elements: the kernel gets the address past them
             offset = b.integer(node["offset"], f"{field}.offset", node, "offset", minimum=0)
