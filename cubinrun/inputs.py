@@ -9,6 +9,7 @@ most one byte past that limit.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -193,3 +194,33 @@ def write_output(path: str | os.PathLike, data: bytes | str, force: bool, option
     except OSError as exc:
         raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
     return out
+
+
+# --- outputs of a run carried to a Ray worker (runs/bundle.py) -------------------
+# The worker runs from a private folder that mirrors this machine's paths below
+# its root; what the run writes must stay there too, never elsewhere on the node.
+_mirror_root: Path | None = None
+
+
+@contextlib.contextmanager
+def outputs_inside(root: Path):
+    """While a worker runs a task from its mirror at `root`."""
+    global _mirror_root
+    previous, _mirror_root = _mirror_root, Path(os.path.abspath(root))
+    try:
+        yield
+    finally:
+        _mirror_root = previous
+
+
+def mirrored_output(path: Path, as_written: str) -> Path | None:
+    """Where a run writes the output `path` (named `as_written` in the spec):
+    itself, except in a mirror, where an absolute name goes below its root as
+    every mirrored file does, and a relative one must stay inside it (None:
+    it climbs out with `..`)."""
+    root = _mirror_root
+    if root is None:
+        return path
+    if os.path.isabs(os.path.expanduser(as_written)):
+        return root / path.relative_to(path.anchor)
+    return path if Path(os.path.abspath(path)).is_relative_to(root) else None

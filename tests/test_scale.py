@@ -249,6 +249,50 @@ def test_a_run_from_a_mirror_needs_none_of_the_original_files(device, project, t
     assert not mirror.root.exists()
 
 
+def test_a_mirror_takes_only_plain_absolute_paths(tmp_path):
+    """The launch process sends absolute paths; one with `..` (or relative)
+    could put a file outside the worker's private folder (issue 24)."""
+    mirror = Mirror(tmp_path / "mirror")
+    escape = str(tmp_path / "mirror" / ".." / ".." / "planted.txt")
+    for path in (escape, "relative/x.npy", "/a/../../b"):
+        with pytest.raises(UsageError, match="not a plain absolute path"):
+            mirror.write(path, b"x")
+    assert not (tmp_path.parent / "planted.txt").exists()
+    mirror.write(str(tmp_path / "ok.bin"), b"x")
+    assert (mirror.root / (tmp_path / "ok.bin").relative_to("/")).read_bytes() == b"x"
+
+
+def test_a_save_path_of_a_mirrored_run_stays_in_the_mirror(device, project, tmp_path):
+    """`save: ../../(...)/x.npy` climbs above / here (where it stops) but out of
+    the mirror on a worker: exit 2 naming the field. An absolute save goes
+    below the mirror's root and comes back under its own name."""
+    skip_on_windows("the paths are POSIX paths")
+    add = project / "specs" / "add.yaml"
+    outside = tmp_path / "outside"
+    climbing = "../" * 40 + str(outside / "x.npy").lstrip("/")
+    (project / "specs" / "climb.yaml").write_text(
+        add.read_text().replace("save: ../out/out.npy", f"save: {climbing}"))
+    (project / "specs" / "absolute.yaml").write_text(
+        add.read_text().replace("save: ../out/out.npy", f"save: {outside / 'abs.npy'}"))
+    tasks = expand(["specs/climb.yaml", "specs/absolute.yaml"], {})
+    mirror = Mirror(tmp_path / "mirror")
+    for task in tasks:
+        for path in needed_files(task):
+            mirror.write(str(path), path.read_bytes())
+    runner = Runner(0, RunOptions(bench=False))
+    try:
+        (climb, nothing), (absolute, saved) = [run_mirrored(runner, mirror, task, str(project))
+                                               for task in tasks]
+    finally:
+        runner.close()
+    assert climb.exit_code == EXIT_USAGE and not nothing
+    assert "args.out.save" in climb.error and "climbs out of the folder" in climb.error
+    assert absolute.exit_code == 0, absolute.error
+    assert list(saved) == [str(outside / "abs.npy")]
+    assert not outside.exists()                         # nothing written outside the mirror
+    mirror.close()
+
+
 def test_workers_share_out_the_host_threads(monkeypatch):
     from cubinrun.runs import devices
     monkeypatch.setenv("CUBINRUN_THREADS", "16")
