@@ -96,12 +96,19 @@ def output_problem(path: str | os.PathLike) -> str | None:
         return None
     except OSError as exc:
         return f"cannot be written ({exc.strerror or exc})"
-    if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+    link = ""
+    if stat.S_ISLNK(mode):                  # replaced when written; said if it stands for more
+        try:
+            mode = os.stat(path).st_mode    # (/dev/stdout: a pipe or a terminal)
+        except OSError:
+            return None
+        link = "a link to "
+    if stat.S_ISREG(mode):
         return None
     kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
             else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
             else "a socket" if stat.S_ISSOCK(mode) else "not a file")
-    return f"is {kind}, not a regular file (cubinrun writes only regular files)"
+    return f"is {link}{kind}, not a regular file (cubinrun writes only regular files)"
 
 
 def check_output(path: str | os.PathLike, force: bool, option: str = "-o") -> Path:

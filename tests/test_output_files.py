@@ -179,3 +179,23 @@ def test_plot_keeps_an_existing_file_unless_forced(capsys, tmp_path):
     code, _, err = run(capsys, "plot", results, "-o", target)
     assert code == 2 and error_line(err) == f"error: {target} exists; pass --force to overwrite it"
     assert target.read_bytes() == b"mine"
+
+
+@pytest.mark.parametrize("flag", ["--csv", "--jsonl", "--markdown", "--junit"])
+def test_a_result_file_that_is_a_fifo_is_refused_before_any_run(capsys, tmp_path, flag):
+    skip_on_windows("FIFOs are POSIX")
+    fifo = tmp_path / "results"
+    os.mkfifo(fifo)
+    code, _, err = run(capsys, "launch", VECTOR_ADD, flag, fifo)
+    assert code == 2 and f"{flag} {fifo}: is a FIFO" in error_line(err)
+
+
+def test_a_link_to_a_terminal_or_pipe_is_refused_not_replaced(capsys, tmp_path):
+    """`-o /dev/stdout` as root would otherwise replace /dev/stdout itself."""
+    skip_on_windows("FIFOs are POSIX")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    (tmp_path / "stdout").symlink_to(fifo)
+    code, _, err = run(capsys, "gen", "--signature", "i32", "-o", tmp_path / "stdout", "--force")
+    assert code == 2 and "is a link to a FIFO" in error_line(err)
+    assert (tmp_path / "stdout").is_symlink()
