@@ -97,6 +97,32 @@ def read_checked(path: Path, limit: int) -> bytes | None:
         os.close(fd)
 
 
+def check_all(kinds=("launchers", "nvrtc", "nvjitlink", "cubins")) -> None:
+    """Every folder and file of the cache checked now (an lstat each), before
+    this process starts workers: they inherit the verdict, so an untrusted
+    cache is one warning and one private folder, not one per worker."""
+    if not _CHECKED:
+        return
+    root = cache_root()
+    try:
+        for kind in kinds:
+            _check_tree(root, kind, create=False)
+            try:
+                names = os.listdir(root / kind)
+            except FileNotFoundError:
+                continue
+            for name in names:
+                path = root / kind / name
+                st = os.lstat(path)
+                if stat.S_ISLNK(st.st_mode):
+                    raise Untrusted(f"{path} is a symlink")
+                _check_owner(path, st)
+    except Untrusted as why:
+        fall_back(str(why))
+    except OSError:
+        pass                                    # unreadable: each lookup decides
+
+
 def fall_back(why: str) -> Path:
     """Leave the cache for a private temporary folder, for this process and
     the ones it starts ($CUBINRUN_CACHE_DIR), with one warning line."""

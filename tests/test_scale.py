@@ -126,6 +126,28 @@ def test_one_run_on_a_worker_keeps_the_single_document_and_prints_a_table(worker
     assert code == 0 and out.strip().splitlines()[-1] == "1 run: 1 ok; exit 0"
 
 
+def test_an_untrusted_cache_is_one_warning_for_all_workers(workers, device, passing, capfd,
+                                                          tmp_path):
+    """The launch process checks the cache before it starts workers, which
+    inherit its private folder: one warning, not one per worker (issue 24)."""
+    skip_on_windows("the cache's owner and modes are POSIX checks")
+    import os
+    cache = tmp_path / "shared-cache"
+    cache.mkdir()
+    cache.chmod(0o777)
+    workers.setenv("CUBINRUN_CACHE_DIR", str(cache))
+    with pytest.raises(SystemExit) as done:
+        from cubinrun.cli import main
+        main(["launch", str(passing), str(passing), "--no-bench", "--devices", "0,0"])
+    err = capfd.readouterr().err
+    assert done.value.code == 0, err
+    assert [line for line in err.splitlines() if "warning: cache not used" in line] == [
+        f"warning: cache not used: {cache} is writable by others (mode 777); cubinrun trusts "
+        f"only a cache this user alone can write, so this run builds in "
+        f"{os.environ['CUBINRUN_CACHE_DIR']}"]
+    assert not any(cache.iterdir())
+
+
 def test_the_table_names_the_gpu_only_when_runs_used_several():
     from cubinrun.results.rows import device_labels
     on = lambda host, ordinal: {"device": {"host": host, "ordinal": ordinal,  # noqa: E731

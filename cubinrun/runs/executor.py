@@ -166,6 +166,8 @@ class ProcessExecutor:
         self.placements = list(placements) if placements else [Placement(options.device or 0)]
         self.setup = setup if setup is not None else WORKER_SETUP
         self.notes: list[str] = []
+        from .. import cache_trust
+        cache_trust.check_all()         # an untrusted cache: one warning here, not one per worker
         # Started now, so Python and CUDA start in the workers while the caller goes on.
         self.workers: list[_Worker | None] = [self._start(p) for p in self.placements]
         self._previous_sigterm = self._forward_sigterm()
