@@ -96,6 +96,8 @@ def output_problem(path: str | os.PathLike) -> str | None:
         return None
     except OSError as exc:
         return f"cannot be written ({exc.strerror or exc})"
+    except ValueError:                      # a NUL in the name: no file system takes it
+        return "cannot be a file name (it holds a NUL character)"
     link = ""
     if stat.S_ISLNK(mode):                  # replaced when written; said if it stands for more
         try:

@@ -35,7 +35,7 @@ def inspect(path, kernel_name, as_json):
 @click.command("compile")
 @click.argument("source", metavar="SRC.cu", type=click.Path(dir_okay=False))
 @click.option("--arch", metavar="SM", help="Target, e.g. sm_90 (default: the current device).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
+@click.option("-o", "--output", metavar="FILE", type=click.Path(),
               help="Output cubin (default: SRC with .<arch>.cubin).")
 @click.option("-D", "defines", multiple=True, metavar="NAME[=VALUE]", help="Define a macro.")
 @click.option("-I", "include_dirs", multiple=True, metavar="DIR", help="Add an include folder.")
@@ -72,7 +72,8 @@ def compile_command(source, arch, output, defines, include_dirs, options, name_e
 @click.command()
 @click.argument("path", metavar="FILE.cubin", type=click.Path(dir_okay=False))
 @click.option("--kernel", "kernel_name", metavar="NAME", help="Which kernel (default: the only one).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the spec to a file.")
+@click.option("-o", "--output", metavar="FILE", type=click.Path(),
+              help="Write the spec to a file.")
 @force_option
 def init(path, kernel_name, output, force):
     """Write a starter spec from what a cubin says (types are guesses: see the comments)."""

@@ -10,7 +10,7 @@ from .common import complete_specs, set_option
 @click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False),
                 shell_complete=complete_specs)
 @click.option("-o", "--output", "folder", required=True, metavar="DIR",
-              type=click.Path(file_okay=False), help="Folder to write the reproducer into.")
+              type=click.Path(), help="Folder to write the reproducer into.")
 @set_option
 @click.option("--arch", metavar="SM", help="Target for compiling source:/ptx: kernels "
               "(default: device 0's).")

@@ -9,7 +9,7 @@ from .common import force_option, write_output
 
 
 @click.command()
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
+@click.option("-o", "--output", metavar="FILE", type=click.Path(),
               help="Write the schema to a file.")
 @force_option
 def schema(output, force):

@@ -17,7 +17,7 @@ from .common import complete_specs, console, force_option, set_option, write_out
 @click.option("--scratch", type=click.IntRange(0, 2), default=0,
               help="Trailing scratch pointer parameters (with --signature).")
 @set_option
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
+@click.option("-o", "--output", metavar="FILE", type=click.Path(),
               help="Write the C source to a file.")
 @force_option
 def gen(spec_path, compact, scratch, overrides, output, force):
