@@ -85,7 +85,7 @@ def read_checked(path: Path, limit: int) -> bytes | None:
         _check_owner(path, st)
         chunks, size = [], 0
         while size <= limit:
-            chunk = os.read(fd, limit + 1 - size)
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))   # no limit-sized buffer
             if not chunk:
                 break
             chunks.append(chunk)
