@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cubinrun import cache, cache_trust
+from cubinrun.cache import folders, trust
 from conftest import REPO
 
 pytestmark = pytest.mark.skipif(
@@ -189,8 +189,8 @@ def test_a_read_only_cache_costs_a_compile_not_an_error(tmp_path, monkeypatch, c
     monkeypatch.setenv("CUBINRUN_CACHE_DIR", str(root))
     (root / "nvrtc").mkdir(parents=True, mode=0o700)
     root.chmod(0o700)
-    monkeypatch.setattr(cache_trust.os, "access", lambda path, mode: False)
-    folder = cache_trust.folder("nvrtc", create=True)
+    monkeypatch.setattr(trust.os, "access", lambda path, mode: False)
+    folder = trust.folder("nvrtc", create=True)
     assert folder.parent.name.startswith("cubinrun-cache-") and folder.is_dir()
     [line] = capsys.readouterr().err.splitlines()
     assert WARNING in line and "cannot be written" in line
@@ -221,8 +221,8 @@ def test_without_home_or_passwd_entry_the_cache_is_this_uids_own(tmp_path, monke
     monkeypatch.setattr(Path, "home", staticmethod(no_home))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     root = tmp_path / f"cubinrun-{os.geteuid()}"
-    assert cache.cache_root() == root
-    assert cache_trust.folder("cubins", create=True) == root / "cubins"
+    assert folders.cache_root() == root
+    assert trust.folder("cubins", create=True) == root / "cubins"
     assert root.stat().st_mode & 0o777 == 0o700
 
 
@@ -238,7 +238,7 @@ def test_a_home_less_cache_created_first_by_another_user_is_not_used(tmp_path, m
     squatted = tmp_path / f"cubinrun-{os.geteuid()}"
     (squatted / "cubins").mkdir(parents=True)
     give_tree(squatted, OTHER_UID)
-    folder = cache_trust.folder("cubins", create=True)
+    folder = trust.folder("cubins", create=True)
     assert not folder.is_relative_to(squatted) and folder.parent.name.startswith("cubinrun-cache-")
     assert folder.parent.stat().st_mode & 0o777 == 0o700
     [line] = capsys.readouterr().err.splitlines()
@@ -248,9 +248,9 @@ def test_a_home_less_cache_created_first_by_another_user_is_not_used(tmp_path, m
 def test_cubin_facts_of_another_user_are_never_read(tmp_path, monkeypatch, capsys):
     needs_root()
     monkeypatch.setenv("CUBINRUN_CACHE_DIR", str(tmp_path / "cache"))
-    facts = cache_trust.folder("cubins", create=True) / ("ab" * 32 + ".json")
+    facts = trust.folder("cubins", create=True) / ("ab" * 32 + ".json")
     facts.write_text("{}")
     os.chown(facts, OTHER_UID, OTHER_UID)
-    assert cache_trust.read(facts, 100) is None
+    assert trust.read(facts, 100) is None
     assert WARNING in capsys.readouterr().err
     assert os.environ["CUBINRUN_CACHE_DIR"] != str(tmp_path / "cache")   # the run left it

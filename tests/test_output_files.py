@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cubinrun.inputs import OutputFile, write_output
+from cubinrun.files import OutputFile, write_output
 from cubinrun.errors import UsageError
 from conftest import skip_on_windows
 from test_cli import CUBINS, run

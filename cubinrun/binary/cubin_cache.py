@@ -16,8 +16,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from .. import cache_trust
-from ..cache import mark_used, prune_now_and_then, write_atomically
+from ..cache import trust
+from ..cache.folders import mark_used, prune_now_and_then, write_atomically
 from ..limits import MAX_FACTS_BYTES
 from . import cubin
 from .cubin import CubinInfo
@@ -67,9 +67,9 @@ def _valid_facts(data) -> bool:
 def read_cubin_cached(data: bytes, path: str | None = None) -> CubinInfo:
     """cubin.read_cubin(data, path), from the cache when this cubin was read before."""
     key = hashlib.sha256(_parser_digest() + data).hexdigest()
-    entry = cache_trust.folder("cubins") / f"{key}.json"
+    entry = trust.folder("cubins") / f"{key}.json"
     try:
-        facts = json.loads(cache_trust.read(entry, MAX_FACTS_BYTES) or b"null")
+        facts = json.loads(trust.read(entry, MAX_FACTS_BYTES) or b"null")
         info = CubinInfo.from_json(facts) if _valid_facts(facts) else None
     except (ValueError, RecursionError):
         info = None
@@ -78,7 +78,7 @@ def read_cubin_cached(data: bytes, path: str | None = None) -> CubinInfo:
         return dataclasses.replace(info, path=path)          # the same bytes, maybe elsewhere
     info = cubin.read_cubin(data, path)                      # SpecError for a bad cubin: not kept
     try:
-        write_atomically(cache_trust.folder("cubins", create=True) / f"{key}.json",
+        write_atomically(trust.folder("cubins", create=True) / f"{key}.json",
                          json.dumps(info.to_json()).encode())
     except OSError:
         pass

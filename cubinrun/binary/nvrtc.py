@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from .. import cache_trust
-from ..cache import mark_used, prune_now_and_then, write_atomically
+from ..cache import trust
+from ..cache.folders import mark_used, prune_now_and_then, write_atomically
 from ..errors import BuildError, UsageError, excerpt
 
 # --- architectures -------------------------------------------------------
@@ -311,10 +311,10 @@ def _lookup(kind: str, key: str) -> CachedCompile | None:
     overwrite). The JSON is written last and holds the cubin's SHA-256, so a
     cubin cut short or altered on disk is never taken for the compiler's."""
     from ..limits import MAX_BINARY_BYTES
-    folder = cache_trust.folder(kind)
+    folder = trust.folder(kind)
     try:
-        meta = json.loads(cache_trust.read(folder / f"{key}.json", MAX_BINARY_BYTES) or b"null")
-        cubin = cache_trust.read(folder / f"{key}.cubin", MAX_BINARY_BYTES)
+        meta = json.loads(trust.read(folder / f"{key}.json", MAX_BINARY_BYTES) or b"null")
+        cubin = trust.read(folder / f"{key}.cubin", MAX_BINARY_BYTES)
         if cubin is None or not (isinstance(meta, dict) and isinstance(meta.get("log"), str)
                 and isinstance(meta.get("arch"), str)
                 and isinstance(meta.get("lowered_names"), dict)
@@ -335,7 +335,7 @@ def _store(kind: str, key: str, compiled: CompiledCuda) -> CachedCompile:
     result is returned all the same, from no file (`path` None)."""
     meta = {"log": compiled.log, "lowered_names": compiled.lowered_names, "arch": compiled.arch,
             "sha256": hashlib.sha256(compiled.cubin).hexdigest()}
-    folder = cache_trust.folder(kind, create=True)
+    folder = trust.folder(kind, create=True)
     try:
         write_atomically(folder / f"{key}.cubin", compiled.cubin)
         write_atomically(folder / f"{key}.json", json.dumps(meta, indent=1).encode())

@@ -30,7 +30,7 @@ def compare(baseline, new, threshold, ignore_device, as_json):
         counts[c.verdict] = counts.get(c.verdict, 0) + 1
     code = EXIT_REGRESSION if counts.get("SLOWER") else EXIT_OK
     if as_json:
-        from ..report import print_json
+        from .report import print_json
         print_json({"threshold": fraction, "comparisons": [c.to_json() for c in comparisons],
                     "summary": {"verdicts": counts, "exit_code": code}})
     else:
@@ -74,7 +74,7 @@ def _render(comparisons, counts, code) -> None:
 def plot(results, output, x_var, force):
     """Plot time and throughput against a swept var from saved results (needs
     cubinrun[plot])."""
-    from ..inputs import check_output
+    from ..files import check_output
     from ..results.plot import check_path, plot_results, require_matplotlib
     from ..results.reader import read_many
     check_path(output)

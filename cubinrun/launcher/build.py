@@ -22,10 +22,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Sequence
 
-from .. import cache_trust
-from ..cache import mark_used, prune_now_and_then
+from ..cache import trust
+from ..cache.folders import mark_used, prune_now_and_then
 from ..errors import BuildError
-from .cache_entry import store, verified_module
+from ..platform import WINDOWS
+from ..cache.launcher_entry import store, verified_module
 from .codegen import generate_source, module_name_for
 from .compilers import Compiler, find_compiler
 from .tool_runs import run_tool
@@ -69,17 +70,17 @@ def build_launcher(source: str, module_name: str) -> ModuleType:
     compiler = find_compiler()
     key = cache_key(source, compiler)
     entry = f"{module_name}.{key[:24]}"
-    prefix = cache_trust.folder("launchers") / entry
+    prefix = trust.folder("launchers") / entry
     module = _loaded.get(prefix)
     if module is None:
         module = _import_cached(module_name, prefix)
     if module is None:
         # Checked again: the lookup may have left an untrusted cache for a private folder.
-        prefix = cache_trust.folder("launchers", create=True) / entry
+        prefix = trust.folder("launchers", create=True) / entry
         try:
             path = _compile(source, module_name, compiler, prefix)
         except OSError as exc:          # the entry cannot be written there (a folder in its place)
-            prefix = cache_trust.fall_back(f"{exc.filename or prefix} cannot be written "
+            prefix = trust.fall_back(f"{exc.filename or prefix} cannot be written "
                                            f"({exc.strerror or exc})") / "launchers" / entry
             prefix.parent.mkdir(mode=0o700)
             path = _compile(source, module_name, compiler, prefix)
@@ -106,7 +107,7 @@ def load_launcher(leaf_types: Sequence[str], num_scratch: int = 0) -> ModuleType
 def _ext_suffix() -> str:
     """The stable ABI's suffix: the file is an abi3 module (the key still holds
     the interpreter, so each has its own entry)."""
-    return ".pyd" if os.name == "nt" else ".abi3.so"
+    return ".pyd" if WINDOWS else ".abi3.so"
 
 
 def _import_cached(module_name: str, prefix: Path) -> ModuleType | None:

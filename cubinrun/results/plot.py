@@ -112,7 +112,7 @@ def plot_results(results: list[dict], path: str, x: str | None = None,
     for axes in (time_axes, rate_axes):
         if axes.get_legend_handles_labels()[0]:
             axes.legend(fontsize="small")
-    from ..inputs import write_output
+    from ..files import write_output
     image = io.BytesIO()        # rendered first: matplotlib would open the path itself
     figure.savefig(image, format=Path(path).suffix.lower()[1:], dpi=120)
     write_output(path, image.getvalue(), force, option)

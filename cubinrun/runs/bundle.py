@@ -28,7 +28,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from ..inputs import outputs_inside
+from ..files import outputs_inside
 from .expand import RunTask
 from .outcome import RunRecord
 
@@ -62,8 +62,8 @@ def needed_files(task: RunTask) -> list[Path]:
 def _load(task: RunTask):
     """The spec at the task's point, or None if it does not load."""
     from ..errors import CubinrunError
-    from ..spec import load_spec
-    from ..spec.device_values import KNOWN_GPUS, for_arch
+    from ..specfile import load_spec
+    from ..specfile.device_values import KNOWN_GPUS, for_arch
     for device in (None, *map(for_arch, KNOWN_GPUS)):
         try:
             return load_spec(task.spec, task.overrides, device=device)
@@ -157,7 +157,7 @@ def _unmapped(value, mirror: Mirror):
 
 def write_saved(saved: dict[str, bytes]) -> None:
     """The files a remote run saved, written where a local run writes them."""
-    from ..inputs import write_output
+    from ..files import write_output
     for path, data in saved.items():
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator, Sequence
 
 from ..errors import EXIT_CUDA
-from ..run import RunOptions
+from ..pipeline.session import RunOptions
 from .devices import Placement
 from .expand import RunTask
 from .outcome import RunRecord
@@ -166,8 +166,8 @@ class ProcessExecutor:
         self.placements = list(placements) if placements else [Placement(options.device or 0)]
         self.setup = setup if setup is not None else WORKER_SETUP
         self.notes: list[str] = []
-        from .. import cache_trust
-        cache_trust.check_all()         # an untrusted cache: one warning here, not one per worker
+        from ..cache import trust
+        trust.check_all()         # an untrusted cache: one warning here, not one per worker
         # Started now, so Python and CUDA start in the workers while the caller goes on.
         self.workers: list[_Worker | None] = [self._start(p) for p in self.placements]
         self._previous_sigterm = self._forward_sigterm()
@@ -179,7 +179,9 @@ class ProcessExecutor:
         None where a handler cannot be set (not the main thread, Windows)."""
         import signal
         import threading
-        if os.name == "nt" or threading.current_thread() is not threading.main_thread():
+
+        from ..platform import WINDOWS
+        if WINDOWS or threading.current_thread() is not threading.main_thread():
             return None
 
         def forward(signum, frame):
