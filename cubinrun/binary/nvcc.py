@@ -22,10 +22,10 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from ..cache.folders import cache_root
-from ..errors import BuildError, UsageError, excerpt
+from ..errors import BuildError, ResourceLimitError, UsageError, excerpt
 from .compile_cache import CachedCompile, CompiledCuda, entry_key, lookup_entry, store_entry
 from .nvrtc import parse_arch
+from .resource_limits import ptxas_limit
 
 INSTALL_HINT = "pip install 'cubinrun[nvcc]' (or install a CUDA toolkit, or set CUDA_HOME)"
 
@@ -83,10 +83,9 @@ def cached_compile_nvcc(source: bytes, *, path: Path, arch: str, options: Sequen
     key = entry_key(source, tool="nvcc", version=nvcc_version(nvcc), arch=arch,
                     name=str(path), options=list(options), include=list(map(str, include_dirs)),
                     headers=headers_digest(source, path, folders))
-    folder = cache_root() / "nvcc"
-    if not refresh and (found := lookup_entry(folder, key)):
+    if not refresh and (found := lookup_entry("nvcc", key)):
         return found
-    return store_entry(folder, key, compile_nvcc(nvcc, path, arch=arch, options=options,
+    return store_entry("nvcc", key, compile_nvcc(nvcc, path, arch=arch, options=options,
                                                  include_dirs=include_dirs))
 
 
@@ -100,8 +99,10 @@ def compile_nvcc(nvcc: str, path: Path, *, arch: str, options: Sequence[str] = (
                                include_dirs=include_dirs)
         status, log = run_tool(command, "nvcc", f"compiling {path}")
         if status != 0:
-            raise BuildError(f"nvcc failed to compile {path} for {arch}: {_first_error(log)}",
-                             log)
+            message = f"nvcc failed to compile {path} for {arch}: {_first_error(log)}"
+            if reason := ptxas_limit(log):       # a sweep's point the kernel cannot build
+                raise ResourceLimitError(message, reason, log)
+            raise BuildError(message, log)
         try:
             with open(output, "rb") as f:
                 cubin = f.read(MAX_BINARY_BYTES + 1)

@@ -30,9 +30,9 @@ import re
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ..cache.folders import cache_root
-from ..errors import BuildError, UsageError, excerpt
+from ..errors import BuildError, ResourceLimitError, UsageError, excerpt
 from .compile_cache import CachedCompile, CompiledCuda, entry_key, lookup_entry, store_entry
+from .resource_limits import ptxas_limit
 
 # --- architectures -------------------------------------------------------
 
@@ -157,8 +157,11 @@ def compile_cuda(source: str | bytes, *, name: str, arch: str, options: Sequence
         (result,) = nvrtc.nvrtcCompileProgram(prog, len(encoded), encoded)
         log = _program_log(nvrtc, prog)
         if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise BuildError(f"NVRTC failed to compile {name} for {arch}: {_summary(log)}"
-                             f"{_host_code_hint(log)}", log)
+            message = (f"NVRTC failed to compile {name} for {arch}: {_summary(log)}"
+                       f"{_host_code_hint(log)}")
+            if reason := ptxas_limit(log):
+                raise ResourceLimitError(message, reason, log)
+            raise BuildError(message, log)
         result, size = nvrtc.nvrtcGetCUBINSize(prog)
         _check(result, "nvrtcGetCUBINSize")
         cubin = bytearray(size)
@@ -230,8 +233,10 @@ def _link_ptx(ptx: bytes | str, *, arch: str, name: str) -> tuple[bytes, str]:
             log = _jitlink_log(nvjitlink.get_error_log_size, nvjitlink.get_error_log, handle)
             # ptxas's own message comes first, nvJitLink's summary last.
             first = (log.splitlines() or [str(exc)])[0]
-            raise BuildError(f"nvJitLink failed to compile {name} for {arch}: {first}",
-                             log) from None
+            message = f"nvJitLink failed to compile {name} for {arch}: {first}"
+            if reason := ptxas_limit(log):
+                raise ResourceLimitError(message, reason, log) from None
+            raise BuildError(message, log) from None
         cubin = bytearray(nvjitlink.get_linked_cubin_size(handle))
         nvjitlink.get_linked_cubin(handle, cubin)
         log = _jitlink_log(nvjitlink.get_info_log_size, nvjitlink.get_info_log, handle)
@@ -262,12 +267,11 @@ def cached_compile(source: str | bytes, *, name: str, arch: str, options: Sequen
     key = entry_key(_bytes(source), tool="nvrtc", version=nvrtc_version(), arch=arch, name=name,
                     options=args, name_expressions=list(name_expressions),
                     headers=headers_digest(_bytes(source), Path(name), user_folders))
-    folder = cache_root() / "nvrtc"
-    if not refresh and (found := lookup_entry(folder, key)):
+    if not refresh and (found := lookup_entry("nvrtc", key)):
         return found
     compiled = compile_cuda(source, name=name, arch=arch, options=options, defines=defines,
                             include_dirs=include_dirs, name_expressions=name_expressions)
-    return store_entry(folder, key, compiled)
+    return store_entry("nvrtc", key, compiled)
 
 
 def cached_compile_ptx(ptx: bytes | str, *, arch: str, name: str = "kernel.ptx",
@@ -276,8 +280,7 @@ def cached_compile_ptx(ptx: bytes | str, *, arch: str, name: str = "kernel.ptx",
     data = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
     parse_arch(arch)
     key = entry_key(data, tool="nvjitlink", version=nvjitlink_version(), arch=arch)
-    folder = cache_root() / "nvjitlink"
-    if not refresh and (found := lookup_entry(folder, key)):
+    if not refresh and (found := lookup_entry("nvjitlink", key)):
         return found
     cubin, log = _link_ptx(data, arch=arch, name=name)
-    return store_entry(folder, key, CompiledCuda(cubin, log, {}, arch))
+    return store_entry("nvjitlink", key, CompiledCuda(cubin, log, {}, arch))
