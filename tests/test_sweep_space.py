@@ -221,5 +221,5 @@ def test_a_string_given_with_set_unquoted_gets_the_fix(tmp_path, capsys):
     path = write(tmp_path, STRINGS.split("sweep:")[0])
     assert run(["launch", "--dry-run", str(path), "--set", "K=scale"]) == 2
     assert capsys.readouterr().err.strip().endswith(
-        "--set K: unknown name 'scale' (known: K, N, T, arch, l2_bytes, max_shared_optin, n, "
+        "--set K: unknown name 'scale' (known: K, N, T, arch, l2_bytes, max_shared_optin, "
         "sm_count, warp_size); a string is quoted: \"'scale'\"")
