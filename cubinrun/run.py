@@ -30,6 +30,10 @@ class RunOptions:
     keep_samples: bool = False          # every timing sample in the JSON (`--samples`)
     guard: bool = True                  # guard bands around the buffers (debug/guards.py)
     repeat: int = 1                     # launches compared bit for bit (debug/repeat.py)
+    timer: str = "events"               # events, cupti or graph (cubinrun/timers/)
+    max_noise: float | None = None      # stop sampling once the median is this steady
+    min_samples: int | None = None      # None: timing.MIN_SAMPLES
+    energy: bool = False                # joules per launch from NVML (energy.py)
 
 
 @dataclass
@@ -45,7 +49,13 @@ class RunResult:
     saved: list[str] = field(default_factory=list)
     samples_us: list[float] | None = None            # kept with RunOptions.keep_samples
     dropped_samples: int = 0                         # timing.corrected() says why
-    sm_clock_mhz: list[float] = field(default_factory=list)   # measured while timing
+    sm_clock_mhz: list[float] = field(default_factory=list)   # per kept sample
+    throttled_samples: int = 0                       # dropped: taken below 75% of the top clock
+    timer: str | None = None                         # which timer took the samples
+    stopped: str | None = None                       # "noise" (--max-noise met) or "budget"
+    launches_per_sample: int = 1                     # the graph timer's launches per replay
+    noise: float | None = None                       # the median's relative error (timers/noise.py)
+    energy: Any = None                               # energy.Energy, with --energy
     timing_s: float | None = None                    # wall time of the timing itself
     debug: list = field(default_factory=list)        # guard and repeat reports (debug/)
     stages: dict[str, float] = field(default_factory=dict)   # seconds: see STAGES
@@ -87,9 +97,14 @@ class RunResult:
         spec = self.spec
         timing = None
         if self.timing is not None:
-            timing = {**self.timing.to_json(), "l2": self.l2,
+            timing = {**self.timing.to_json(), "l2": self.l2, "timer": self.timer,
                       "event_offset_us": self.event_offset_us, **self.clock_json(),
-                      "dropped_samples": self.dropped_samples, "elapsed_s": self.timing_s}
+                      "dropped_samples": self.dropped_samples,
+                      "throttled_samples": self.throttled_samples,
+                      "noise": self.noise,
+                      "stopped": self.stopped,
+                      "launches_per_sample": self.launches_per_sample,
+                      "elapsed_s": self.timing_s}
             if self.samples_us is not None:
                 timing["samples_us"] = self.samples_us
         return {
@@ -109,6 +124,7 @@ class RunResult:
                 "passed": self.passed,
                 "outputs": {c.name: c.to_json() for c in self.checks},
             },
+            "energy": self.energy.to_json() if self.energy is not None else None,
             "saved": self.saved,
             "stages_s": {name: round(self.stages[name], 6) for name in STAGES
                          if name in self.stages},
@@ -318,6 +334,7 @@ class _Run:
     def execute(self) -> RunResult:
         from .props import peak_bandwidth_gbps, peak_fp32_tflops
         from .stats import Summary
+        from .timers.noise import median_noise
         spec, plan, device, kernel = self.spec, self.plan, self.device, self.ready.kernel
         attr = lambda name: driver.device_attribute(device.handle, name)  # noqa: E731
         device_info = {
@@ -341,7 +358,7 @@ class _Run:
         if plan.ctas > 0:
             self.debug_checks(result, stream)
         if self.options.bench and plan.ctas > 0:
-            result.l2 = self.options.l2 or spec.bench.l2
+            result.l2 = "hot" if self.options.timer == "graph" else (self.options.l2 or spec.bench.l2)
             started = time.perf_counter()
             timed = self.time(self.ready.launch, stream, result.l2)
             result.timing_s = time.perf_counter() - started
@@ -349,8 +366,16 @@ class _Run:
             result.event_offset_us = timed.event_offset_us
             result.dropped_samples = timed.dropped
             result.sm_clock_mhz = timed.sm_clock_mhz
+            result.throttled_samples = timed.throttled
+            result.timer, result.stopped = timed.timer, timed.stopped
+            result.launches_per_sample = timed.launches_per_sample
+            result.noise = median_noise(timed.samples_us)
             if self.options.keep_samples:
                 result.samples_us = timed.samples_us
+        if self.options.energy and plan.ctas > 0:
+            from .energy import measure_energy
+            result.energy = self.guarded(measure_energy, self.ready.launch, stream,
+                                         self.device)
         return result
 
     def guarded(self, fn, *args):
@@ -385,14 +410,17 @@ class _Run:
         result.stages.update(done.seconds)
 
     def time(self, launch, stream: int, l2: str):
-        from .timing import TimingOptions, time_kernel
-        bench = self.spec.bench
-        options = TimingOptions(
-            warmup_ms=self.options.warmup_ms if self.options.warmup_ms is not None else bench.warmup_ms,
-            rep_ms=self.options.rep_ms if self.options.rep_ms is not None else bench.rep_ms,
-            l2=l2, raw_events=self.options.raw_events)
-        return self.guarded(time_kernel, launch, stream, self.session.timing_kernels(), options,
-                            _progress if self.options.progress else None)
+        from .timers import time_kernel
+        from .timing import MIN_SAMPLES, TimingOptions
+        bench, options = self.spec.bench, self.options
+        timing = TimingOptions(
+            warmup_ms=options.warmup_ms if options.warmup_ms is not None else bench.warmup_ms,
+            rep_ms=options.rep_ms if options.rep_ms is not None else bench.rep_ms,
+            l2=l2, raw_events=options.raw_events, timer=options.timer,
+            max_noise=options.max_noise,
+            min_samples=options.min_samples if options.min_samples is not None else MIN_SAMPLES)
+        return self.guarded(time_kernel, launch, stream, self.session.timing_kernels(), timing,
+                            _progress if options.progress else None)
 
 
 def _progress(done: int, total: int) -> None:
