@@ -71,6 +71,14 @@ def cubinrun_timing(n: int, l2: str, timer: str = "events") -> dict:
     return json.loads(proc.stdout)["timing"]
 
 
+def timer_median_of(spec: Path, timer: str) -> float | None:
+    proc = cli("launch", "--json", str(spec), "--timer", timer)
+    if proc.returncode not in (0, 1):
+        print(f"  --timer {timer} on {spec.name}: {proc.stderr.strip()[-300:]}", flush=True)
+        return None
+    return json.loads(proc.stdout)["timing"]["median_us"]
+
+
 def timer_median(n: int, l2: str, timer: str) -> float | None:
     """A timer's median, or None (said why) when it cannot run here (no cupti-python)."""
     try:
@@ -275,6 +283,9 @@ def main() -> None:
         empty_hot = empty.sampler("hot")
         empty.close()
         print(f"empty kernel, raw event pairs hot: {empty_hot:.2f} us", flush=True)
+    # the graph timer's floor: an empty 1-CTA kernel per node, back to back
+    graph_empty = timer_median_of(EMPTY, "graph")
+    print(f"empty kernel, graph timer (time per node): {graph_empty} us", flush=True)
 
     for label, n in sizes.items():
         row = {"size": label, "n": n, "naive_idle": None, "sampler_cold_write_flush": None,
@@ -300,7 +311,8 @@ def main() -> None:
         results.append(row)
         print(json.dumps(row), flush=True)
         (out / "timing_fidelity.json").write_text(json.dumps(      # kept as it goes
-            {"empty_sampler_hot_us": empty_hot, "rows": results}, indent=2))
+            {"empty_sampler_hot_us": empty_hot, "graph_empty_us": graph_empty,
+             "rows": results}, indent=2))
 
     lines: list[str] = []
 
@@ -327,6 +339,7 @@ def main() -> None:
         say(f"{r['size']:5} | {fmt(r['ncu_cold'])} {fmt(r['cubinrun_cold'])} "
             f"{fmt(r['cupti_cold'])} | {fmt(r['ncu_hot'])} {fmt(r['cubinrun_hot'])} "
             f"{fmt(r['cupti_hot'])} {fmt(r['graph_hot'])}")
+    say(f"graph timer's floor, an empty kernel per node: {fmt(graph_empty)} us")
     say()
     say("size  | ncu cold cubinrun nvbench | ncu hot  cubinrun nvbench | "
           "cubinrun/ncu nvbench/ncu (cold; hot)")

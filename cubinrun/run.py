@@ -49,7 +49,7 @@ class RunResult:
     saved: list[str] = field(default_factory=list)
     samples_us: list[float] | None = None            # kept with RunOptions.keep_samples
     dropped_samples: int = 0                         # timing.corrected() says why
-    sm_clock_mhz: list[float] = field(default_factory=list)   # per kept sample
+    sm_clock_mhz: list[float | None] = field(default_factory=list)   # per kept sample
     throttled_samples: int = 0                       # dropped: taken below 75% of the top clock
     timer: str | None = None                         # which timer took the samples
     stopped: str | None = None                       # "noise" (--max-noise met) or "budget"
@@ -88,7 +88,7 @@ class RunResult:
 
     def clock_json(self) -> dict[str, float | None]:
         import statistics
-        clocks = self.sm_clock_mhz
+        clocks = [c for c in self.sm_clock_mhz if c is not None]
         return {"sm_clock_mhz": statistics.median(clocks) if clocks else None,
                 "sm_clock_min_mhz": min(clocks) if clocks else None,
                 "sm_clock_max_mhz": max(clocks) if clocks else None}
@@ -107,6 +107,7 @@ class RunResult:
                       "elapsed_s": self.timing_s}
             if self.samples_us is not None:
                 timing["samples_us"] = self.samples_us
+                timing["sm_clocks_mhz"] = self.sm_clock_mhz     # each sample's, in order
         return {
             "kernel": self.kernel["name"],
             "kernel_file": str(spec.kernel.path),

@@ -72,7 +72,7 @@ class TimingOptions:
 class Timed:
     samples_us: list[float]      # one launch's device time each, the offset subtracted
     event_offset_us: float | None   # subtracted from every sample; None: raw pairs or none used
-    sm_clock_mhz: list[float] = field(default_factory=list)   # per kept sample, as measured
+    sm_clock_mhz: list[float | None] = field(default_factory=list)  # per kept sample; None: no probe record
     dropped: int = 0             # pairs no longer than the offset: they timed nothing
     throttled: int = 0           # samples taken below 75% of the run's highest clock
     timer: str = "events"
@@ -271,15 +271,18 @@ def least_squares_slope(xs: list[float], ys: list[float]) -> float:
 
 
 def event_offset_us(stream: int, kernels: TimingKernels) -> float:
-    """What an event pair adds to the launch it brackets, measured on an empty kernel."""
+    """What an event pair adds to the launch it brackets, measured on an empty kernel.
+
+    The pairs are taken as the samples are, a clock probe after each, so that
+    whatever the probe changes in the next pair's cost is in the offset too."""
     medians = {}
     for repeats in CALIBRATION_REPEATS:
         def empties(s: int, repeats: int = repeats) -> None:
             for _ in range(repeats):
                 kernels.empty(s)
-        samples = pair_samples(stream, kernels, empties, CALIBRATION_SAMPLES,
-                               per_batch=max(1, CALIBRATION_BATCH_LAUNCHES // repeats))
-        medians[repeats] = statistics.median(samples)
+        samples = sample(stream, kernels, empties, CALIBRATION_SAMPLES,
+                         per_batch=max(1, CALIBRATION_BATCH_LAUNCHES // repeats), clocks=True)
+        medians[repeats] = statistics.median(samples.pairs_us)
     return offset_from_medians(medians)
 
 

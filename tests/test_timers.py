@@ -151,7 +151,8 @@ def test_throttled_samples_are_dropped_and_counted(device, fake_libcuda, capsys)
     total = timing["samples"] + timing["throttled_samples"]
     assert timing["throttled_samples"] == pytest.approx(total / 4, abs=1)
     assert timing["sm_clock_min_mhz"] == pytest.approx(1980.0)
-    assert len(timing["samples_us"]) == timing["samples"]
+    assert len(timing["samples_us"]) == len(timing["sm_clocks_mhz"]) == timing["samples"]
+    assert set(timing["sm_clocks_mhz"]) == {1980.0}
 
 
 def test_max_noise_stops_a_steady_kernel_early(device, capsys):

@@ -357,6 +357,7 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
             result = record.to_json()
             if not args.samples and result.get("timing"):
                 result["timing"].pop("samples_us", None)
+                result["timing"].pop("sm_clocks_mhz", None)
             records.append(record)
             results.append(result)
             if jsonl:

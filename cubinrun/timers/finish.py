@@ -16,5 +16,5 @@ def finish(values_us: list[float], clocks_mhz: list[float | None], offset_us: fl
     samples, dropped = corrected(values, offset)
     clocks = [c for c, keep in zip(clocks, timed_something(values, offset)) if keep]
     return Timed([s / launches for s in samples], offset_us,
-                 [c for c in clocks if c is not None], dropped, throttled, timer, stopped,
+                 clocks, dropped, throttled, timer, stopped,
                  launches)
