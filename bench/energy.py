@@ -58,12 +58,12 @@ def cv(values: list[float]) -> float:
 
 def in_process(spec: Path, overrides: dict[str, str]) -> dict:
     """The naive windows, the counter's update period and the idle power."""
-    from cubinrun import driver, energy, nvml
-    from cubinrun.run import make_ready
-    from cubinrun.spec import load_spec
-    from cubinrun.timing import estimate_ms
+    from cubinrun.gpu import driver, energy, nvml
+    from cubinrun.gpu.timing import estimate_ms
+    from cubinrun.pipeline.prepare import plan_spec
+    from cubinrun.pipeline.session import Session, make_ready
     device = driver.open_device(0)
-    ready = make_ready(load_spec(spec, overrides), device)
+    ready = make_ready(plan_spec(spec, overrides), Session(device))
     stream = driver.create_stream()
     handle = nvml.device(driver.device_uuid(device.handle))
     try:
@@ -103,7 +103,7 @@ def main() -> None:
     out = args.out or (Path(os.environ["OUT"]) if os.environ.get("OUT")
                        else REPO / "bench" / "results")
     out.mkdir(parents=True, exist_ok=True)
-    from cubinrun import driver, nvml
+    from cubinrun.gpu import driver, nvml
     device = driver.get_device(0)
     limit = nvml.power_limit_w(nvml.device(driver.device_uuid(device.handle)))
     report: dict = {"device": device.name, "power_limit_w": limit, "cases": {}}

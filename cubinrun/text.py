@@ -1,8 +1,9 @@
-"""Small text helpers: formatting for the human-readable outputs, and reading
-a percentage from the command line."""
+"""Small text helpers: formatting for the outputs, human and machine, and
+reading a percentage from the command line."""
 from __future__ import annotations
 
-from typing import Iterable
+import math
+from typing import Any, Iterable
 
 
 def human_bytes(n: float) -> str:
@@ -32,4 +33,15 @@ def parse_fraction(text: str | float, option: str) -> float:
         raise UsageError(f"{option} {text!r}: write {raw}% for a percentage")
     if not 0 <= value < 1:
         raise UsageError(f"{option} {text!r}: must be between 0% and 100%")
+    return value
+
+
+def finite(value: Any) -> Any:
+    """`value` with NaN and infinities as None, so its JSON is valid (null)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
     return value

@@ -124,7 +124,7 @@ def fake_libcuda(tmp_path_factory):
 def device(monkeypatch, fake_libcuda):
     from fakecuda.device import FakeDevice
 
-    from cubinrun import driver
+    from cubinrun.gpu import driver
     fake = FakeDevice(lambda: fake_libcuda.launch_count, fake_libcuda)
     monkeypatch.setattr(driver, "call", fake)
     fake_libcuda.reset()

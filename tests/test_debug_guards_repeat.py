@@ -10,7 +10,7 @@ import struct
 import pytest
 from test_run_fake import REPO, run_cli
 
-from cubinrun.debug.guards import GUARD_BYTES, PATTERN
+from cubinrun.gpu.guards import GUARD_BYTES, PATTERN
 from cubinrun.debug.repeat import first_difference
 
 N = 1024                                # elements of each fp32 buffer

@@ -7,14 +7,13 @@ import csv
 import io
 import json
 import math
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 from fakecuda.device import FakeDevice
 
-from cubinrun import driver, energy, nvml
+from cubinrun.gpu import driver, energy, nvml
 from cubinrun.cli import main
 from cubinrun.errors import CudaError
 from cubinrun.results.compare import compare_pair
@@ -114,7 +113,7 @@ def test_nvml_errors_name_the_call(fake_pynvml):
 
 
 def test_props_shows_the_power_limit_when_nvml_answers(fake_pynvml, monkeypatch):
-    from cubinrun import props
+    from cubinrun.gpu import props
     monkeypatch.setattr(nvml, "available", lambda: True)
     assert props.power_limit_w("GPU-fa") == 700.0
     fake_pynvml.nvmlDeviceGetHandleByUUID = lambda uuid: (_ for _ in ()).throw(
@@ -129,15 +128,33 @@ def test_props_shows_the_power_limit_when_nvml_answers(fake_pynvml, monkeypatch)
 WATTS = 400.0
 
 
+class VirtualTime:
+    """The energy module's clock: each chunk of launches takes 2 ms of it."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
 @pytest.fixture
 def fake_nvml(monkeypatch):
-    """A board drawing 400 W whose counter updates every 20 ms, in real time;
-    a short window so the test takes ~0.2 s."""
+    """A board drawing 400 W whose counter updates every 20 ms, on a virtual
+    clock (a loaded CI machine must not move the edges); a 0.3 s window."""
+    clock = VirtualTime()
+    monkeypatch.setattr(energy, "time", clock)
+    keep_busy = energy.BackToBack.keep_busy
+
+    def busy(self):
+        keep_busy(self)
+        clock.now += 0.002
+    monkeypatch.setattr(energy.BackToBack, "keep_busy", busy)
     monkeypatch.setattr(energy, "WARM_S", 0.02)
-    monkeypatch.setattr(energy, "WINDOW_S", 0.15)
+    monkeypatch.setattr(energy, "WINDOW_S", 0.3)
     monkeypatch.setattr(nvml, "device", lambda uuid: uuid)
     monkeypatch.setattr(nvml, "energy_mj", lambda handle: int(
-        WATTS * 1000 * math.floor(time.perf_counter() / 0.02) * 0.02))
+        WATTS * 1000 * math.floor(clock.now / 0.02) * 0.02))
     monkeypatch.setattr(nvml, "sm_clock_mhz", lambda handle: 1755)
 
 
@@ -151,8 +168,8 @@ def launch(capsys, *args) -> tuple[int, str, str]:
 def test_energy_per_launch_is_power_times_a_launchs_time(device, fake_nvml, capsys):
     code, out, _ = launch(capsys, "--json", "--energy")
     e = json.loads(out)["energy"]
-    assert e["watts"] == pytest.approx(WATTS, rel=0.05)
-    assert e["sm_clock_mhz"] == 1755 and e["window_s"] >= 0.15
+    assert e["watts"] == pytest.approx(WATTS, rel=0.01)     # edges within one 2 ms chunk
+    assert e["sm_clock_mhz"] == 1755 and e["window_s"] >= 0.3
     # back to back, the fake's pair reads 2 us + 3 us per launch: ~3 us each
     assert e["launch_us"] == pytest.approx(FakeDevice.KERNEL_US, rel=0.01)
     assert e["j_per_launch"] == pytest.approx(e["watts"] * e["launch_us"] * 1e-6)

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from fakecuda.device import FakeDevice
 
-from cubinrun import driver
+from cubinrun.gpu import driver
 from cubinrun.cli import main
 from cubinrun.limits import MAX_GRAPH_LAUNCHES
-from cubinrun.timers import TIMERS, noise
-from cubinrun.timers.graph import launches_per_graph
-from cubinrun.timers.throttle import drop_throttled
-from cubinrun.timing import MIN_SAMPLES, TimingOptions, batch_size
+from cubinrun.gpu.timers import TIMERS, noise
+from cubinrun.gpu.timers.graph import launches_per_graph
+from cubinrun.gpu.timers.throttle import drop_throttled
+from cubinrun.gpu.timing import MIN_SAMPLES, TimingOptions, batch_size
 
 REPO = Path(__file__).resolve().parent.parent
 VECTOR_ADD = REPO / "configs" / "vector_add.yaml"
@@ -128,7 +128,7 @@ def test_a_launch_failing_during_capture_ends_the_capture(device, fake_libcuda):
     from fakecuda import CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
 
     from cubinrun.launcher import load_launcher
-    from cubinrun.timers.graph import CapturedLaunches
+    from cubinrun.gpu.timers.graph import CapturedLaunches
     fake_libcuda.set_param_sizes([])
     launcher = load_launcher([], 0)
     config = launcher.Config(0xF00D, block=(1, 1, 1))
@@ -190,7 +190,7 @@ def test_bad_measurement_flags_are_usage_errors(device, capsys, args, message):
 
 def test_cupti_timer_without_cupti_python_is_exit_4_with_the_pip_line(device, monkeypatch,
                                                                        capsys):
-    from cubinrun.timers import cupti
+    from cubinrun.gpu.timers import cupti
     monkeypatch.setitem(sys.modules, "cupti", None)          # import cupti fails
     cupti._cupti.cache_clear()
     try:
@@ -236,7 +236,7 @@ class FakeCupti:
 
 
 def test_cupti_records_keep_the_kernels_launches_in_gpu_order(monkeypatch):
-    from cubinrun.timers import cupti
+    from cubinrun.gpu.timers import cupti
     fake = FakeCupti()
     monkeypatch.setattr(cupti, "_cupti", lambda: fake)
     monkeypatch.setattr(cupti.KernelRecords, "_registered", False)
@@ -253,7 +253,7 @@ def test_cupti_records_keep_the_kernels_launches_in_gpu_order(monkeypatch):
 
 def test_cupti_errors_name_the_call(monkeypatch):
     from cubinrun.errors import CudaError
-    from cubinrun.timers import cupti
+    from cubinrun.gpu.timers import cupti
     fake = FakeCupti()
 
     def refuse(kind):

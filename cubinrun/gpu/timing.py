@@ -1,0 +1,329 @@
+"""Time a kernel with device events, without timing the host: the helper
+kernels, the sampler and the event offset every timer shares.
+
+Four pitfalls shape this:
+
+- An event pair around a launch on an idle GPU also times the host's launch
+  latency. Each batch of samples therefore starts behind a spin kernel that
+  keeps the GPU busy while the host queues the whole batch; by the time the
+  GPU reaches a sample, its launch is long queued.
+- A cold-L2 flush that writes a large buffer leaves dirty lines the measured
+  kernel must write back. The flush here reads a buffer twice the L2's size,
+  which leaves L2 holding clean lines of that buffer only.
+- Even behind a spin, an event pair reads a near-constant ~2 us more than
+  the profiler's kernel duration (ncu's gpu__time_duration): the pair's own
+  cost. Back-to-back launches inside one pair pay it once, so the slope of
+  pair time against launch count is the per-launch time, and
+  pair(1 launch) - slope is the offset. It is measured on an empty kernel
+  (event_offset_us) and subtracted from every sample; bench/event_offset.py has
+  the measurements behind this (the hot slope agrees with ncu within 1.5%).
+- The number of samples follows a time budget (warm-up and repetitions in ms,
+  as `triton.testing.do_bench` does), bounded so that a tiny kernel does not
+  queue millions of launches.
+
+After each sample a short probe kernel measures the SM clock (cycles over
+global-timer nanoseconds on its SM), so every sample says at what clock it was
+timed: samples taken while the GPU throttled are dropped (gpu/timers/throttle.py)
+and a comparison can tell a slower kernel from a throttled GPU. The offset is
+measured once per `TimingKernels` (once per device in a multi-run command): it
+is the event pair's cost, not the kernel's.
+
+The timers themselves are in gpu/timers/.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Callable
+
+from . import driver
+from ..limits import MAX_SAMPLES
+
+MIN_SAMPLES = 10
+BATCH = 64                       # samples queued behind one spin
+CALIBRATION_REPEATS = (1, 2, 4, 8, 16)   # launches per pair when measuring the offset
+# Pairs per repeat count: with 32 the offset varied by 0.27 us between runs on
+# the H200; the median's error shrinks as 1/sqrt(n), and 256 x 31 empty
+# launches cost ~0.05 s.
+CALIBRATION_SAMPLES = 256
+CALIBRATION_BATCH_LAUNCHES = 256
+ESTIMATE_LAUNCHES = 5
+MIN_SPIN_NS = 200_000
+FIRST_SPIN_NS = 2_000_000
+MAX_SPIN_NS = 10_000_000
+FLUSH_THREADS = 256
+
+
+@dataclass(frozen=True)
+class TimingOptions:
+    warmup_ms: float = 25.0
+    rep_ms: float = 100.0        # the budget: with max_noise, the ceiling
+    l2: str = "cold"             # "cold": flush before each sample; "hot": no flush
+    raw_events: bool = False     # True: report event pairs as measured, offset kept
+    timer: str = "events"        # events, cupti or graph (gpu/timers/)
+    max_noise: float | None = None   # stop once the median's relative noise is below this
+    min_samples: int = MIN_SAMPLES   # ... but not before this many samples
+
+
+@dataclass(frozen=True)
+class Timed:
+    samples_us: list[float]      # one launch's device time each, the offset subtracted
+    event_offset_us: float | None   # subtracted from every sample; None: raw pairs or none used
+    sm_clock_mhz: list[float | None] = field(default_factory=list)  # per kept sample; None: no probe record
+    dropped: int = 0             # pairs no longer than the offset: they timed nothing
+    throttled: int = 0           # samples taken below 75% of the run's highest clock
+    timer: str = "events"
+    stopped: str = "budget"      # "noise": --max-noise was met before the budget ran out
+    launches_per_sample: int = 1     # the graph timer's launches per replay
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """What the sampler measured: each event pair's time and, when probed, the
+    SM clock just after it (None where the probe left nothing)."""
+    pairs_us: list[float]
+    clocks_mhz: list[float | None]
+    stopped_early: bool = False
+
+
+class TimingKernels:
+    """The spin and L2-flush kernels (PTX shipped with the package), the buffer
+    the flush reads and the spins' clock records, loaded once per device; also
+    the event offset, measured on first use."""
+
+    def __init__(self, device: driver.Device):
+        from ..launcher import load_launcher
+        ptx = resources.files("cubinrun").joinpath("data/timing_kernels.ptx").read_bytes()
+        self.module = driver.load_module(ptx + b"\0", what="cubinrun timing kernels (PTX)")
+        self.flush_fn = driver.handle_int(driver.get_function(self.module, "cubinrun_l2_flush"))
+        self.spin_fn = driver.handle_int(driver.get_function(self.module, "cubinrun_spin"))
+        self.empty_fn = driver.handle_int(driver.get_function(self.module, "cubinrun_empty"))
+        self.clock_fn = driver.handle_int(driver.get_function(self.module, "cubinrun_clock"))
+        self.flush_launcher = load_launcher(["*u8", "u64", "*u32"], 0)
+        self.spin_launcher = load_launcher(["u64", "*u64"], 0)
+        self.empty_launcher = load_launcher([], 0)
+        self.clock_launcher = load_launcher(["*u64"], 0)
+        l2 = driver.device_attribute(device.handle, "L2_CACHE_SIZE")
+        self.flush_bytes = max(2 * l2, 16 << 20) // 16 * 16
+        self.flush_buffer = driver.alloc(self.flush_bytes)
+        self.sink = driver.alloc(4)
+        self.clocks = driver.alloc(MAX_SAMPLES * 16)      # {ns, cycles} per sample
+        self.event_offset_us: float | None = None
+        stream = driver.create_stream()
+        driver.memset_async(self.flush_buffer, 0, self.flush_bytes, stream)
+        driver.memset_async(self.clocks, 0, MAX_SAMPLES * 16, stream)
+        driver.stream_synchronize(stream)
+        sms = driver.device_attribute(device.handle, "MULTIPROCESSOR_COUNT")
+        self.flush_grid = 4 * sms
+        self.flush_config = self.flush_launcher.Config(self.flush_fn, block=(FLUSH_THREADS, 1, 1))
+        self.spin_config = self.spin_launcher.Config(self.spin_fn, block=(1, 1, 1))
+        self.empty_config = self.empty_launcher.Config(self.empty_fn, block=(1, 1, 1))
+        self.clock_config = self.clock_launcher.Config(self.clock_fn, block=(1, 1, 1))
+
+    def flush(self, stream: int) -> None:
+        self.flush_launcher.launch(self.flush_config, self.flush_grid, 1, 1, stream,
+                                   self.flush_buffer, self.flush_bytes // 16, self.sink)
+
+    def spin(self, stream: int, nanoseconds: int) -> None:
+        self.spin_launcher.launch(self.spin_config, 1, 1, 1, stream, nanoseconds, None)
+
+    def probe_clock(self, stream: int, index: int) -> None:
+        """Queue the clock probe; it writes sample `index`'s clock record."""
+        self.clock_launcher.launch(self.clock_config, 1, 1, 1, stream, self.clocks + 16 * index)
+
+    def clear_clocks(self, stream: int) -> None:
+        driver.memset_async(self.clocks, 0, MAX_SAMPLES * 16, stream)
+
+    def read_clocks(self, count: int) -> list[float | None]:
+        """The SM clock in MHz the probes of samples 0..count-1 measured (after a
+        synchronise); None where a probe left no record (no GPU ran it)."""
+        import numpy as np
+        records = np.zeros((count, 2), dtype=np.uint64)
+        driver.copy_to_host(records, self.clocks)
+        return [1000.0 * float(c) / float(ns) if ns > 0 and c > 0 else None
+                for ns, c in records]
+
+    def empty(self, stream: int) -> None:
+        self.empty_launcher.launch(self.empty_config, 1, 1, 1, stream)
+
+    def close(self) -> None:
+        driver.free_quietly(self.flush_buffer)
+        driver.free_quietly(self.sink)
+        driver.free_quietly(self.clocks)
+
+
+def sample_count(budget_ms: float, estimate_ms: float, least: int = MIN_SAMPLES) -> int:
+    """Samples that fit the budget, at least `least` (--min-samples) and at most MAX_SAMPLES."""
+    if estimate_ms <= 0:
+        return MAX_SAMPLES
+    return max(least, min(MAX_SAMPLES, math.ceil(budget_ms / estimate_ms)))
+
+
+def after(first: Callable[[int], None], then: Callable[[int], None]) -> Callable[[int], None]:
+    def both(stream: int) -> None:
+        first(stream)
+        then(stream)
+    return both
+
+
+def estimate_ms(launch: Callable[[int], None], stream: int) -> float:
+    """Mean time of a few back-to-back launches: enough to size the budget."""
+    start, end = driver.create_event(), driver.create_event()
+    driver.stream_synchronize(stream)
+    driver.record_event(start, stream)
+    for _ in range(ESTIMATE_LAUNCHES):
+        launch(stream)
+    driver.record_event(end, stream)
+    driver.stream_synchronize(stream, context="timing estimate")
+    elapsed = driver.elapsed_ms(start, end)
+    driver.destroy_event(start)
+    driver.destroy_event(end)
+    return elapsed / ESTIMATE_LAUNCHES
+
+
+def pair_samples(stream: int, kernels: TimingKernels, inside: Callable[[int], None],
+                 count: int, per_batch: int = BATCH,
+                 before: Callable[[int], None] | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> list[float]:
+    """`count` event pairs around `inside(stream)`, in microseconds (see sample)."""
+    return sample(stream, kernels, inside, count, per_batch, before, progress).pairs_us
+
+
+def sample(stream: int, kernels: TimingKernels, inside: Callable[[int], None],
+           count: int, per_batch: int = BATCH,
+           before: Callable[[int], None] | None = None,
+           progress: Callable[[int, int], None] | None = None,
+           clocks: bool = False,
+           enough: Callable[[list[float]], bool] | None = None) -> Pairs:
+    """Up to `count` event pairs around `inside(stream)`, in microseconds.
+
+    `before(stream)`, if given, is queued ahead of each pair (the L2 flush).
+    Pairs are queued in batches of `per_batch`, each behind a spin kernel.
+    `clocks`: a clock probe follows each pair. `enough(pairs so far)`: asked
+    after each batch (which then waits for the GPU); True stops sampling.
+    """
+    if clocks:
+        kernels.clear_clocks(stream)
+    pairs: list[tuple] = []
+    times: list[float] = []
+    spin_ns = FIRST_SPIN_NS
+    stopped = False
+    try:
+        for first in range(0, count, per_batch):
+            batch = [(driver.create_event(), driver.create_event())
+                     for _ in range(min(per_batch, count - first))]
+            pairs.extend(batch)
+            kernels.spin(stream, spin_ns)
+            queued_at = time.perf_counter_ns()
+            for index, (start, end) in enumerate(batch, first):
+                if before:
+                    before(stream)
+                driver.record_event(start, stream)
+                inside(stream)
+                driver.record_event(end, stream)
+                if clocks:
+                    kernels.probe_clock(stream, index)
+            if first == 0:
+                # Size later spins from the first batch, queued behind a generous spin
+                # into an empty queue. Measured once: a later batch may wait for room
+                # in a full launch queue, and feeding that back would grow the spin.
+                spin_ns = min(MAX_SPIN_NS, max(MIN_SPIN_NS, 2 * (time.perf_counter_ns() - queued_at)))
+            if progress:
+                progress(first + len(batch), count)
+            if enough is not None:
+                driver.stream_synchronize(stream, context="timed launches")
+                times.extend(1000.0 * driver.elapsed_ms(start, end) for start, end in batch)
+                if first + len(batch) < count and enough(times):
+                    stopped = True
+                    break
+        driver.stream_synchronize(stream, context="timed launches")
+        times.extend(1000.0 * driver.elapsed_ms(start, end) for start, end in pairs[len(times):])
+        probed = kernels.read_clocks(len(times)) if clocks else [None] * len(times)
+        return Pairs(times, probed, stopped)
+    finally:
+        for start, end in pairs:
+            driver.destroy_event(start)
+            driver.destroy_event(end)
+
+
+def offset_from_medians(medians: dict[int, float]) -> float:
+    """The event offset from median pair times around R back-to-back launches.
+
+    Pair(R) = offset + R x per-launch time; the per-launch time is the
+    least-squares slope over R, and the offset is what a pair around one
+    launch reads beyond it. Noise can only make a tiny offset negative: that
+    means there is nothing to subtract.
+    """
+    repeats = sorted(medians)
+    if len(repeats) < 2:
+        raise ValueError("the offset needs pairs around at least two launch counts")
+    slope = least_squares_slope(repeats, [medians[r] for r in repeats])
+    return max(0.0, medians[repeats[0]] - repeats[0] * slope)
+
+
+def least_squares_slope(xs: list[float], ys: list[float]) -> float:
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+    return (sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys))
+            / sum((x - mean_x) ** 2 for x in xs))
+
+
+def event_offset_us(stream: int, kernels: TimingKernels) -> float:
+    """What an event pair adds to the launch it brackets, measured on an empty kernel.
+
+    The pairs are taken as the samples are, a clock probe after each, so that
+    whatever the probe changes in the next pair's cost is in the offset too."""
+    medians = {}
+    for repeats in CALIBRATION_REPEATS:
+        def empties(s: int, repeats: int = repeats) -> None:
+            for _ in range(repeats):
+                kernels.empty(s)
+        samples = sample(stream, kernels, empties, CALIBRATION_SAMPLES,
+                         per_batch=max(1, CALIBRATION_BATCH_LAUNCHES // repeats), clocks=True)
+        medians[repeats] = statistics.median(samples.pairs_us)
+    return offset_from_medians(medians)
+
+
+def warm_up(launch: Callable[[int], None], stream: int, options: TimingOptions) -> float:
+    """Launch for the warm-up budget; returns the per-launch estimate (ms)."""
+    estimate = estimate_ms(launch, stream)
+    for _ in range(sample_count(options.warmup_ms, estimate)):
+        launch(stream)
+    return estimate
+
+
+def offset_us(stream: int, kernels: TimingKernels, options: TimingOptions) -> float | None:
+    """The event offset to subtract (measured once per TimingKernels), or None for raw pairs."""
+    if options.raw_events:
+        return None
+    if kernels.event_offset_us is None:
+        kernels.event_offset_us = event_offset_us(stream, kernels)
+    return kernels.event_offset_us
+
+
+def batch_size(count: int, options: TimingOptions) -> int:
+    """Samples per batch: with --max-noise the stopping rule is asked after each
+    batch, so batches are a tenth of the budget's samples (at least
+    --min-samples), letting a steady kernel stop early."""
+    if options.max_noise is None:
+        return BATCH
+    return max(1, min(BATCH, max(options.min_samples, math.ceil(count / 10))))
+
+
+def corrected(samples: list[float], offset: float) -> tuple[list[float], int]:
+    """The samples less the event offset, and how many were dropped: a pair
+    that took no longer than the offset timed nothing (a timer glitch; seen
+    once in ~1700 samples of a 6.5 us kernel), and a 0 would pose as the
+    kernel's minimum. If every sample is that short, they are kept, at 0."""
+    kept = [sample - offset for sample in samples if sample > offset]
+    if not kept:
+        return [0.0] * len(samples), 0
+    return kept, len(samples) - len(kept)
+
+
+def timed_something(samples: list[float], offset: float) -> list[bool]:
+    """Which samples corrected() keeps (all of them when none would be)."""
+    keep = [sample > offset for sample in samples]
+    return keep if any(keep) else [True] * len(samples)
