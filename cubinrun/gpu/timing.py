@@ -238,6 +238,8 @@ def sample(stream: int, kernels: TimingKernels, inside: Callable[[int], None],
                 times.extend(1000.0 * driver.elapsed_ms(start, end) for start, end in batch)
                 if first + len(batch) < count and enough(times):
                     stopped = True
+                    if progress:
+                        progress(count, count)      # done: a progress line clears itself
                     break
         driver.stream_synchronize(stream, context="timed launches")
         times.extend(1000.0 * driver.elapsed_ms(start, end) for start, end in pairs[len(times):])
