@@ -79,9 +79,10 @@ def in_process(spec: Path, overrides: dict[str, str]) -> dict:
                                   lambda: time.sleep(0.002), lambda: nvml.sm_clock_mhz(handle),
                                   1.0)
         per_chunk = max(1, int(energy.CHUNK_S * 1000 / estimate_ms(ready.launch, stream)))
+        chunk, release, _ = energy.chunk_of(ready.launch, stream, per_chunk)
         naive = []
         for _ in range(RUNS):
-            busy = energy.BackToBack(ready.launch, stream, per_chunk)
+            busy = energy.BackToBack(chunk, stream, per_chunk)
             warm_until = time.perf_counter() + energy.WARM_S
             while time.perf_counter() < warm_until:
                 busy.keep_busy()
@@ -91,6 +92,7 @@ def in_process(spec: Path, overrides: dict[str, str]) -> dict:
             end_mj, end = nvml.energy_mj(handle), time.perf_counter()
             watts = (end_mj - start_mj) / 1000 / (end - start)
             naive.append(watts * busy.launch_seconds())
+        release()
         return {"counter_period_s": period, "idle_watts": idle.watts, "naive_j": naive}
     finally:
         ready.close()

@@ -173,6 +173,19 @@ def test_energy_per_launch_is_power_times_a_launchs_time(device, fake_nvml, caps
     # back to back, the fake's pair reads 2 us + 3 us per launch: ~3 us each
     assert e["launch_us"] == pytest.approx(FakeDevice.KERNEL_US, rel=0.01)
     assert e["j_per_launch"] == pytest.approx(e["watts"] * e["launch_us"] * 1e-6)
+    assert e["graph"] is True                   # replayed from a captured graph
+
+
+def test_a_kernel_the_driver_will_not_capture_is_launched_directly(device, fake_nvml,
+                                                                    fake_libcuda, capsys):
+    def refuse(stream, mode):
+        raise driver.cuda_error("cuStreamBeginCapture", 900)   # CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+    device.cuStreamBeginCapture = refuse
+    code, out, _ = launch(capsys, "--json", "--energy", "--no-bench")
+    e = json.loads(out)["energy"]
+    assert e["graph"] is False and e["watts"] == pytest.approx(WATTS, rel=0.01)
+    assert e["launch_us"] == pytest.approx(FakeDevice.KERNEL_US, rel=0.01)
+    assert fake_libcuda.graphs_live == 0
 
 
 def test_the_report_says_the_energy(device, fake_nvml, capsys):

@@ -9,8 +9,11 @@ updates: poll until the value changes (time t_a, value E_a), keep the GPU busy
 at least WINDOW_S, poll until it changes again (t_b, E_b); then
 (E_b - E_a) / (t_b - t_a) is the board's average power over a window whose
 energy and duration were read at the same instants. The launches run back to
-back throughout (queued ahead in chunks, so the GPU never waits for the host
-while the window is open; hot L2), after a warm-up that lets the power settle.
+back throughout (chunks of ~2 ms replayed from a CUDA graph, queued ahead, so
+the GPU never waits for the host while the window is open, even for a kernel
+shorter than its launch; hot L2), after a warm-up that lets the power settle.
+A kernel the driver will not capture is launched directly instead
+(`energy.graph` says which).
 
 Joules per launch = average power x one launch's time in that stream (GPU
 time of all the launches over their count, from an event pair). Nothing is
@@ -30,13 +33,13 @@ from typing import Callable
 
 from . import driver, nvml
 from ..errors import CudaError
+from ..limits import MAX_GRAPH_LAUNCHES
 
 WINDOW_S = 1.0          # at least this long, edge to edge
 WARM_S = 0.5            # back-to-back launches before the window opens
 CHUNK_S = 0.002         # GPU time queued per chunk: the host polls NVML between chunks
 IN_FLIGHT = 4           # chunks queued ahead of the GPU
 EDGE_TIMEOUT_S = 2.0    # a counter that does not move in this long is broken
-MAX_CHUNK_LAUNCHES = 10_000
 
 
 @dataclass(frozen=True)
@@ -46,11 +49,12 @@ class Energy:
     sm_clock_mhz: float | None      # NVML's SM clock, averaged over the window
     window_s: float                 # edge to edge
     launch_us: float                # one launch's time, back to back
+    graph: bool = True              # the launches replayed from a CUDA graph
 
     def to_json(self) -> dict:
         return {"j_per_launch": self.j_per_launch, "watts": self.watts,
                 "sm_clock_mhz": self.sm_clock_mhz, "window_s": self.window_s,
-                "launch_us": self.launch_us}
+                "launch_us": self.launch_us, "graph": self.graph}
 
 
 @dataclass(frozen=True)
@@ -91,11 +95,11 @@ def edge_window(read_mj: Callable[[], int], now: Callable[[], float],
 
 
 class BackToBack:
-    """Launches queued in chunks, at most IN_FLIGHT chunks ahead of the GPU, and
-    the GPU time they took."""
+    """Chunks of launches queued at most IN_FLIGHT ahead of the GPU, and the GPU
+    time they took. `chunk(stream)` queues `per_chunk` launches."""
 
-    def __init__(self, launch: Callable[[int], None], stream: int, per_chunk: int):
-        self.launch, self.stream, self.per_chunk = launch, stream, per_chunk
+    def __init__(self, chunk: Callable[[int], None], stream: int, per_chunk: int):
+        self.chunk, self.stream, self.per_chunk = chunk, stream, per_chunk
         self.pending: deque = deque()
         self.launches = 0
         self.start = driver.create_event()
@@ -106,8 +110,7 @@ class BackToBack:
             done = self.pending.popleft()
             driver.event_synchronize(done, context="energy window")
             driver.destroy_event(done)
-        for _ in range(self.per_chunk):
-            self.launch(self.stream)
+        self.chunk(self.stream)
         self.launches += self.per_chunk
         event = driver.create_event()
         driver.record_event(event, self.stream)
@@ -125,20 +128,40 @@ class BackToBack:
         return seconds
 
 
+def chunk_of(launch: Callable[[int], None], stream: int,
+             launches: int) -> tuple[Callable[[int], None], Callable[[], None], bool]:
+    """(queue one chunk, release it, whether it is a CUDA graph). A graph replays
+    the chunk without the host, so a kernel shorter than its launch still runs
+    back to back; a kernel the driver will not capture is launched directly."""
+    from .timers.graph import CapturedLaunches
+    try:
+        captured = CapturedLaunches(launch, stream, launches)
+    except CudaError:
+        def direct(s: int) -> None:
+            for _ in range(launches):
+                launch(s)
+        return direct, lambda: None, False
+    return captured.replay, captured.close, True
+
+
 def measure_energy(launch: Callable[[int], None], stream: int,
                    device: driver.Device) -> Energy:
     from .timing import estimate_ms
     handle = nvml.device(driver.device_uuid(device.handle))
     estimate = estimate_ms(launch, stream)
-    per_chunk = max(1, min(MAX_CHUNK_LAUNCHES,
+    per_chunk = max(1, min(MAX_GRAPH_LAUNCHES,
                            math.ceil(CHUNK_S * 1000 / estimate) if estimate > 0 else 1))
-    busy = BackToBack(launch, stream, per_chunk)
-    warm_until = time.perf_counter() + WARM_S
-    while time.perf_counter() < warm_until:
-        busy.keep_busy()
-    window = edge_window(lambda: nvml.energy_mj(handle), time.perf_counter, busy.keep_busy,
-                         lambda: nvml.sm_clock_mhz(handle), WINDOW_S)
-    seconds = busy.launch_seconds()
+    chunk, release, graph = chunk_of(launch, stream, per_chunk)
+    try:
+        busy = BackToBack(chunk, stream, per_chunk)
+        warm_until = time.perf_counter() + WARM_S
+        while time.perf_counter() < warm_until:
+            busy.keep_busy()
+        window = edge_window(lambda: nvml.energy_mj(handle), time.perf_counter,
+                             busy.keep_busy, lambda: nvml.sm_clock_mhz(handle), WINDOW_S)
+        seconds = busy.launch_seconds()
+    finally:
+        release()
     return Energy(window.watts * seconds, window.watts,
                   statistics.fmean(window.clocks_mhz) if window.clocks_mhz else None,
-                  window.seconds, seconds * 1e6)
+                  window.seconds, seconds * 1e6, graph)
