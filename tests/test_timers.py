@@ -180,6 +180,7 @@ def test_max_noise_that_is_never_met_runs_the_whole_budget(device, monkeypatch, 
     (["--min-samples", "0"], "--min-samples"),
     (["--timer", "cupti", "--raw-events"], "uses no event pairs"),
     (["--no-bench", "--timer", "graph"], "--no-bench times nothing"),
+    (["--sanitize", "--energy"], "--sanitize runs untimed"),
 ])
 def test_bad_measurement_flags_are_usage_errors(device, capsys, args, message):
     code, report, err = launch(capsys, *args)

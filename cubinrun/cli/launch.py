@@ -248,6 +248,10 @@ def _check_timer(args: LaunchArgs) -> None:
     if args.no_bench and (args.timer != "events" or args.max_noise or args.min_samples):
         raise UsageError("--no-bench times nothing: --timer, --max-noise and --min-samples "
                          "do not apply")
+    if args.sanitize and (args.timer != "events" or args.max_noise or args.min_samples
+                          or args.energy):
+        raise UsageError("--sanitize runs untimed: --timer, --max-noise, --min-samples and "
+                         "--energy do not apply")
 
 
 def max_noise(args: LaunchArgs) -> float | None:
