@@ -263,3 +263,35 @@ def test_cupti_errors_name_the_call(monkeypatch):
     monkeypatch.setattr(cupti, "_cupti", lambda: fake)
     with pytest.raises(CudaError, match="CUPTI activity_enable failed: CUPTI_ERROR_NOT_INIT"):
         cupti.call("activity_enable", 10)
+
+
+def test_cupti_timer_takes_each_launchs_record_as_its_sample(device, fake_libcuda, monkeypatch):
+    """The whole cupti timer on the fake driver: each launch of the measured
+    kernel leaves a record (3 us while sampling) among the timing kernels' own."""
+    from cubinrun.gpu.timers import cupti
+    from cubinrun.gpu.timing import TimingKernels
+    fake = FakeCupti()
+    monkeypatch.setattr(cupti, "_cupti", lambda: fake)
+    monkeypatch.setattr(cupti.KernelRecords, "_registered", False)
+    fake_libcuda.set_param_sizes([])
+    clock = iter(range(0, 10**9, 10_000))
+
+    def launch(stream):
+        if fake.enabled:                          # records exist only while enabled
+            start = next(clock)
+            fake.pending += [FakeCupti.Record(start, start + 3000, "add_kernel"),
+                             FakeCupti.Record(start + 4000, start + 6000, "cubinrun_clock")]
+    kernels = TimingKernels(driver.open_device(0))
+    options = TimingOptions(warmup_ms=0.1, rep_ms=0.2, l2="hot", timer="cupti")
+    timed = cupti.measure(launch, driver.create_stream(), kernels, options)
+    assert timed.timer == "cupti" and timed.event_offset_us is None
+    assert len(timed.samples_us) >= MIN_SAMPLES and set(timed.samples_us) == {3.0}
+    assert not fake.enabled
+
+    def lossy(stream):                            # a record CUPTI never delivered
+        launch(stream)
+        if fake.enabled and next(clock) % 7 == 0:
+            fake.pending.pop(-2)
+    from cubinrun.errors import CudaError
+    with pytest.raises(CudaError, match="CUPTI recorded .* launches of the kernel for"):
+        cupti.measure(lossy, driver.create_stream(), kernels, options)

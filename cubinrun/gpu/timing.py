@@ -288,6 +288,16 @@ def event_offset_us(stream: int, kernels: TimingKernels) -> float:
     return offset_from_medians(medians)
 
 
+def sample_cost_ms(inside: Callable[[int], None], stream: int, kernels: TimingKernels,
+                   flush: Callable[[int], None] | None = None) -> float:
+    """What one sample costs the GPU: the flush (cold), what is timed and the
+    clock probe after it. The budget is what sampling takes, as do_bench's is
+    (its estimate times its cache flush too): counting the kernel alone made a
+    6 us kernel's 100 ms cold budget take 0.5 s."""
+    timed = after(flush, inside) if flush else inside
+    return estimate_ms(after(timed, lambda s: kernels.probe_clock(s, 0)), stream)
+
+
 def warm_up(launch: Callable[[int], None], stream: int, options: TimingOptions) -> float:
     """Launch for the warm-up budget; returns the per-launch estimate (ms)."""
     estimate = estimate_ms(launch, stream)

@@ -15,8 +15,8 @@ import functools
 from typing import Callable
 
 from ...errors import CudaError
-from ..timing import (Timed, TimingKernels, TimingOptions, after, batch_size, estimate_ms,
-                      sample, sample_count, warm_up)
+from ..timing import (Timed, TimingKernels, TimingOptions, batch_size, sample, sample_cost_ms,
+                      sample_count, warm_up)
 from . import noise
 from .finish import finish
 
@@ -101,8 +101,7 @@ def measure(launch: Callable[[int], None], stream: int, kernels: TimingKernels,
     _cupti()                            # a missing wheel says so before any warm-up
     warm_up(launch, stream, options)
     flush = kernels.flush if options.l2 == "cold" else None
-    probe = lambda s: kernels.probe_clock(s, 0)    # noqa: E731
-    per_sample = estimate_ms(after(after(flush, launch) if flush else launch, probe), stream)
+    per_sample = sample_cost_ms(launch, stream, kernels, flush)
     count = sample_count(options.rep_ms, per_sample, options.min_samples)
     with KernelRecords() as records:
         enough = None
@@ -117,5 +116,4 @@ def measure(launch: Callable[[int], None], stream: int, kernels: TimingKernels,
     if len(durations) != len(got.pairs_us):
         raise CudaError(f"CUPTI recorded {len(durations)} launches of the kernel for "
                         f"{len(got.pairs_us)} samples", call="activity_flush_all")
-    return finish(durations, got.clocks_mhz, None, "cupti",
-                  "noise" if got.stopped_early else "budget")
+    return finish(got, None, "cupti", values_us=durations)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..timing import (Timed, TimingKernels, TimingOptions, after, batch_size, corrected,
-                      estimate_ms, offset_us, sample, sample_count, warm_up)
+from ..timing import (Timed, TimingKernels, TimingOptions, batch_size, corrected, offset_us,
+                      sample, sample_cost_ms, sample_count, warm_up)
 from . import noise
 from .finish import finish
 
@@ -17,12 +17,7 @@ def measure(launch: Callable[[int], None], stream: int, kernels: TimingKernels,
     warm_up(launch, stream, options)
     offset = offset_us(stream, kernels, options)
     flush = kernels.flush if options.l2 == "cold" else None
-    probe = lambda s: kernels.probe_clock(s, 0)    # noqa: E731
-    # The budget is what sampling takes, as do_bench's is (its estimate times its
-    # cache flush too): a cold sample costs the flush and the clock probe as well
-    # as the launch. Counting the kernel alone made a 6 us kernel's 100 ms budget
-    # take 0.5 s.
-    per_sample = estimate_ms(after(after(flush, launch) if flush else launch, probe), stream)
+    per_sample = sample_cost_ms(launch, stream, kernels, flush)
     count = sample_count(options.rep_ms, per_sample, options.min_samples)
     enough = None
     if options.max_noise is not None:
@@ -31,5 +26,4 @@ def measure(launch: Callable[[int], None], stream: int, kernels: TimingKernels,
                                 options.min_samples)
     got = sample(stream, kernels, launch, count, batch_size(count, options), before=flush,
                  progress=progress, clocks=True, enough=enough)
-    return finish(got.pairs_us, got.clocks_mhz, offset, "events",
-                  "noise" if got.stopped_early else "budget")
+    return finish(got, offset, "events")

@@ -16,8 +16,8 @@ from typing import Callable
 
 from .. import driver
 from ...limits import MAX_GRAPH_LAUNCHES
-from ..timing import (Timed, TimingKernels, TimingOptions, after, batch_size, estimate_ms,
-                      offset_us, sample, sample_count, warm_up)
+from ..timing import (Timed, TimingKernels, TimingOptions, batch_size, offset_us, sample,
+                      sample_cost_ms, sample_count, warm_up)
 from . import noise
 from .finish import finish
 
@@ -76,9 +76,8 @@ def measure(launch: Callable[[int], None], stream: int, kernels: TimingKernels,
     offset = offset_us(stream, kernels, options)
     captured = CapturedLaunches(launch, stream, launches_per_graph(estimate))
     try:
-        probe = lambda s: kernels.probe_clock(s, 0)    # noqa: E731
         captured.replay(stream)         # the first replay uploads the graph
-        per_sample = estimate_ms(after(captured.replay, probe), stream)
+        per_sample = sample_cost_ms(captured.replay, stream, kernels)
         count = sample_count(options.rep_ms, per_sample, options.min_samples)
         per_launch = lambda pairs: [(p - (offset or 0.0)) / captured.launches  # noqa: E731
                                     for p in pairs]
@@ -90,5 +89,4 @@ def measure(launch: Callable[[int], None], stream: int, kernels: TimingKernels,
                      progress=progress, clocks=True, enough=enough)
     finally:
         captured.close()
-    return finish(got.pairs_us, got.clocks_mhz, offset, "graph",
-                  "noise" if got.stopped_early else "budget", captured.launches)
+    return finish(got, offset, "graph", captured.launches)
