@@ -7,6 +7,7 @@ each sample reports the clocks `set_clocks` gives (tests/fakecuda)."""
 from __future__ import annotations
 
 import json
+import re
 import math
 import statistics
 import sys
@@ -295,3 +296,17 @@ def test_cupti_timer_takes_each_launchs_record_as_its_sample(device, fake_libcud
     from cubinrun.errors import CudaError
     with pytest.raises(CudaError, match="CUPTI recorded .* launches of the kernel for"):
         cupti.measure(lossy, driver.create_stream(), kernels, options)
+
+
+def test_the_report_says_how_the_samples_were_taken(device, fake_libcuda, capsys):
+    with pytest.raises(SystemExit):
+        main(["launch", str(VECTOR_ADD), "--warmup", "1", "--rep", "2", "--timer", "graph"])
+    out = capsys.readouterr().out
+    assert re.search(r"\d+ samples, L2 hot, CUDA graph of \d+ launches per sample, event pair "
+                     r"offset 2.00 us subtracted", out), out
+    fake_libcuda.set_clocks([1980.0, 900.0])
+    with pytest.raises(SystemExit):
+        main(["launch", str(VECTOR_ADD), "--warmup", "1", "--rep", "2", "--max-noise", "1%"])
+    out = capsys.readouterr().out
+    assert re.search(r"L2 cold, event pair offset 2.00 us subtracted, stopped at 0.00% noise, "
+                     r"\d+ throttled samples dropped", out), out
