@@ -165,8 +165,7 @@ class InProcess:
         """(per-launch slope, this kernel's own event offset) from hot pairs around
         1..16 back-to-back launches, as timing.event_offset_us does for the empty kernel."""
         from cubinrun.gpu.timing import (
-            CALIBRATION_REPEATS, TimingKernels, least_squares_slope, offset_from_medians,
-            pair_samples)
+            CALIBRATION_REPEATS, TimingKernels, least_squares_slope, offset_from_medians, sample)
         kernels = TimingKernels(self.device)
         medians = {}
         try:
@@ -176,8 +175,9 @@ class InProcess:
                 def inside(stream, repeats=repeats):
                     for _ in range(repeats):
                         self.ready.launch(stream)
-                medians[repeats] = statistics.median(pair_samples(
-                    self.stream, kernels, inside, samples, per_batch=max(1, 256 // repeats)))
+                medians[repeats] = statistics.median(sample(
+                    self.stream, kernels, inside, samples, per_batch=max(1, 256 // repeats),
+                    clocks=True).pairs_us)
         finally:
             kernels.close()
         repeats = sorted(medians)

@@ -184,14 +184,6 @@ def estimate_ms(launch: Callable[[int], None], stream: int) -> float:
     return elapsed / ESTIMATE_LAUNCHES
 
 
-def pair_samples(stream: int, kernels: TimingKernels, inside: Callable[[int], None],
-                 count: int, per_batch: int = BATCH,
-                 before: Callable[[int], None] | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> list[float]:
-    """`count` event pairs around `inside(stream)`, in microseconds (see sample)."""
-    return sample(stream, kernels, inside, count, per_batch, before, progress).pairs_us
-
-
 def sample(stream: int, kernels: TimingKernels, inside: Callable[[int], None],
            count: int, per_batch: int = BATCH,
            before: Callable[[int], None] | None = None,
