@@ -64,6 +64,22 @@ MAX_INT_BITS = 256
 # resolving them in dependency order.
 MAX_NAMES = 10_000
 
+# --- sweeps -------------------------------------------------------------------
+# Values of one axis and points of one sweep (SPEC section 3 documents 100,000):
+# counted before anything is expanded, so `[1:1e12]` is an error, not a process
+# that eats the machine's memory.
+MAX_AXIS_VALUES = 10_000
+MAX_SWEEP_POINTS = 100_000
+# pow2 axes: exponents 0..63 (a 64-bit size).
+MAX_POW2_EXPONENT = 63
+# Characters of one value of a string axis (a kernel or type name).
+MAX_AXIS_STRING_CHARS = 200
+# Decimal exponent of an axis number: range arithmetic is exact (fractions),
+# and 1e-400 or 1e400 would only make it slow; no var holds such a number.
+MAX_AXIS_EXPONENT = 330
+# Constraints of one sweep (the spec's and --constraint).
+MAX_CONSTRAINTS = 100
+
 # --- signatures --------------------------------------------------------------
 # Characters of one type string, and the nesting of tuples in a signature.
 MAX_TYPE_CHARS = 4_000

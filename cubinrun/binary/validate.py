@@ -12,7 +12,7 @@ once a device is open, kernel.py).
 from __future__ import annotations
 
 from ..dtypes import SCALAR_TYPES
-from ..errors import SpecError
+from ..errors import LaunchLimitError, SpecError
 from ..limits import SHARED_OPTIN_BY_SM
 from ..plan import Plan
 from ..signature import leaf_size
@@ -90,7 +90,7 @@ def check_block(plan: Plan, kernel: KernelInfo) -> None:
         limit = kernel.max_threads[0] * kernel.max_threads[1] * kernel.max_threads[2]
         threads = block[0] * block[1] * block[2]
         if threads > limit:
-            raise SpecError(f"{threads} threads per block exceed {kernel.name}'s "
+            raise LaunchLimitError(f"{threads} threads per block exceed {kernel.name}'s "
                             f"__launch_bounds__ of {limit}", field="block")
 
 
@@ -113,7 +113,7 @@ def check_shared(plan: Plan, kernel: KernelInfo, sm: int, arch: str) -> None:
     limit = SHARED_OPTIN_BY_SM.get(sm)
     shared = plan.spec.launch.shared
     if limit is not None and shared + kernel.shared_static > limit:
-        raise SpecError(f"{shared} bytes of dynamic shared memory exceed what {arch} allows a "
+        raise LaunchLimitError(f"{shared} bytes of dynamic shared memory exceed what {arch} allows a "
                         f"block: {limit} bytes, less {kernel.shared_static} static in "
                         f"{kernel.name}", field="launch.shared")
 
