@@ -83,8 +83,8 @@ def test_model_based_strategies_come_near_the_best_on_a_smooth_landscape(smooth,
                                                                           strategy):
     spec, results = smooth
     code, doc, _ = tune_json(capsys, spec, "--replay", results, "--strategy", strategy,
-                             "--max-evals", "40", "--seed", "1")
-    assert code == 0 and doc["measured"] == 40
+                             "--max-evals", "25", "--seed", "1")
+    assert code == 0 and doc["measured"] == 25
     assert doc["best"]["value"] <= best_value("smooth") * 1.05
 
 
@@ -211,3 +211,86 @@ def run_concurrently(args: list[str], n: int) -> list[dict]:
         assert process.returncode == 0, err
         docs.append(json.loads(out))
     return docs
+
+
+@pytest.mark.parametrize("strategy", ["brute", "tpe"])
+def test_only_points_the_constraints_leave_are_evaluated(smooth, capsys, strategy):
+    spec, results = smooth
+    code, doc, _ = tune_json(capsys, spec, "--replay", results, "--strategy", strategy,
+                             "--constraint", "BX * TILE <= 512", "--seed", "2",
+                             "--max-evals", "30")
+    valid = [p for p in tunelandscape.points(tunelandscape.SMOOTH_AXES)
+             if p["BX"] * p["TILE"] <= 512]
+    assert code == 0 and doc["space"]["valid"] == len(valid)
+    assert doc["measured"] == min(30, len(valid))
+    assert all(e["point"]["BX"] * e["point"]["TILE"] <= 512 for e in doc["evaluations"])
+
+
+# -- on the fake driver: real runs in worker processes --
+
+FAKE_SPEC = """\
+kernel:
+  cubin: k{KID}.cubin
+  name: add_kernel
+signature: {x: "*fp32", y: "*fp32", out: "*fp32", n: i32}
+vars: {N: 4096, BLOCK: 256, KID: 1}
+args:
+  x: {shape: [N], init: random}
+  y: {shape: [N], init: random}
+  out: {shape: [N], init: zeros}
+  n: N
+grid: [cdiv(N, BLOCK)]
+check:
+  out: {expect: (BLOCK - 256) * x}    # the fake runs no kernel: only BLOCK=256 passes
+sweep:
+  BLOCK: [256, 512]
+  KID: [1, 2]
+"""
+
+
+@pytest.fixture
+def fake_sweep(tmp_path, fake_libcuda, monkeypatch):
+    """A sweep on the fake driver whose KID=2 binary faults (a sticky error that
+    replaces the worker) and whose BLOCK=512 points fail their check."""
+    from cubinrun.runs import executor
+    from test_run_fake import VECTOR_ADD_PARAMS
+    cubin = (REPO / "kernels" / "build" / "vector_add.sm_90.cubin").read_bytes()
+    (tmp_path / "k1.cubin").write_bytes(cubin)
+    (tmp_path / "k2.cubin").write_bytes(cubin + b"FAULTS-HERE")
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(FAKE_SPEC)
+    monkeypatch.setattr(executor, "WORKER_SETUP", "fakecuda.worker:install")
+    monkeypatch.setenv("FAKECUDA_STICKY_MARKER", "FAULTS-HERE")
+    fake_libcuda.set_param_sizes(VECTOR_ADD_PARAMS)
+    return spec
+
+
+def test_a_tune_goes_on_past_faults_and_failed_checks(fake_sweep, device, capsys):
+    code, doc, err = tune_json(capsys, fake_sweep, "--strategy", "brute", "--warmup", "1",
+                               "--rep", "1", "--top-k", "2", "--rounds", "2")
+    assert code == 0, err
+    status = {(e["point"]["BLOCK"], e["point"]["KID"]): e for e in doc["evaluations"]}
+    assert status[(256, 1)]["status"] == "ok" and status[(256, 1)]["checked"]
+    assert status[(512, 1)]["status"] == "check failed"
+    for block in (256, 512):
+        assert status[(block, 2)]["status"] == "CUDA error"
+        assert "CUDA_ERROR_ILLEGAL_ADDRESS" in status[(block, 2)]["reason"]
+    assert doc["best"]["point"] == {"BLOCK": 256, "KID": 1}
+    assert doc["device"]["name"] == "Fake H200"
+    assert [c["point"] for c in doc["top"]] == [{"BLOCK": 256, "KID": 1}]
+    assert len(doc["top"][0]["rounds"]) == 2 and doc["retimed"]           # re-timed twice
+    # resumed: nothing is measured again, not even the re-timing
+    code, again, _ = tune_json(capsys, fake_sweep, "--strategy", "brute", "--top-k", "2",
+                               "--rounds", "2")
+    assert code == 0 and again["measured"] == 0 and not again["retimed"]
+    assert again["best"]["point"] == {"BLOCK": 256, "KID": 1}
+
+
+@pytest.fixture
+def device(monkeypatch, fake_libcuda):
+    """The fake device in this process too (the tune enumerates the GPUs here)."""
+    from fakecuda.device import FakeDevice
+    from cubinrun import driver
+    fake = FakeDevice(lambda: fake_libcuda.launch_count)
+    monkeypatch.setattr(driver, "call", fake)
+    return fake

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
+from ..errors import EXIT_BUILD, EXIT_CHECK_FAILED, EXIT_OK, UsageError
 
 Point = dict[str, Any]
 
@@ -92,8 +92,9 @@ def from_result(point: Point, result: dict, objective: Objective) -> Evaluation:
     if code != EXIT_OK or check.get("passed") is False or error:
         status = result.get("status") or "failed"
         reason = (error or {}).get("message") or _check_reason(check) or status
-        return Evaluation(point, status, reason=reason, exit_code=code or EXIT_CHECK_FAILED,
-                          **common)
+        # an invalid point (a resource limit) under `sweep_invalid: skip` ran with exit 0
+        fallback = EXIT_BUILD if status == "invalid" else EXIT_CHECK_FAILED
+        return Evaluation(point, status, reason=reason, exit_code=code or fallback, **common)
     if result.get("status") in ("skipped", "invalid", "dry-run"):
         return Evaluation(point, result["status"], reason=result.get("constraint")
                           or result["status"], **common)

@@ -13,15 +13,17 @@ from .evaluate import Evaluation, Objective
 
 
 def set_arguments(point: dict) -> str:
-    return " ".join(f"--set {k}={_shell(_text(v))}" for k, v in point.items())
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else override_text(value)
+    """`--set K=V ...` as a shell takes it: a string value is a quoted literal
+    (`--set K="'transposeNaive'"`)."""
+    return " ".join(f"--set {k}={_shell(override_text(v))}" for k, v in point.items())
 
 
 def _shell(text: str) -> str:
     import shlex
+    if text == shlex.quote(text):
+        return text
+    if not any(c in text for c in '"$`\\!'):
+        return f'"{text}"'
     return shlex.quote(text)
 
 
@@ -56,7 +58,8 @@ def pinned_spec(spec: str, values: dict, note: str) -> str:
     out = [f"# {note}"] + [line for number, line in enumerate(edited, 1) if number not in drop]
     result = "\n".join(out) + "\n"
     check = load_yaml_text(result, spec)
-    if any(check.get("vars", {}).get(k) != v for k, v in values.items()) or "sweep" in check:
+    wanted = {k: override_text(v) if isinstance(v, str) else v for k, v in values.items()}
+    if any(check.get("vars", {}).get(k) != v for k, v in wanted.items()) or "sweep" in check:
         return _dumped(tree, values, note)
     return result
 
@@ -94,13 +97,15 @@ def _block(lines: list[str], start: int | None) -> set[int]:
 
 
 def _yaml_scalar(value: Any) -> str:
-    return json.dumps(value) if isinstance(value, str) else override_text(value)
+    """A var's value in YAML: a string as its quoted literal (`"'name'"`)."""
+    return json.dumps(override_text(value)) if isinstance(value, str) else override_text(value)
 
 
 def _dumped(tree, values: dict, note: str) -> str:
     import yaml
     plain = json.loads(json.dumps(tree))
-    plain.setdefault("vars", {}).update(values)
+    plain.setdefault("vars", {}).update(
+        {k: override_text(v) if isinstance(v, str) else v for k, v in values.items()})
     for section in ("sweep", "constraints", "sweep_invalid"):
         plain.pop(section, None)
     return f"# {note}\n" + yaml.safe_dump(plain, sort_keys=False)

@@ -30,7 +30,7 @@ from .space import Point, TuneSpace, key
 from .store import read_stored, record
 from .strategies import LEARNS_CONSTRAINTS, OWN_ORDER
 
-MAX_MISSES = 50         # proposals in a row that are invalid or known before a random pick
+MAX_MISSES = 10         # proposals in a row that are invalid or known before a random pick
 
 
 @dataclass

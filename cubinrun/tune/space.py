@@ -7,18 +7,17 @@ and CMA-ES and the GP, which need numbers, can search it; a string axis is
 categorical. `valid` holds the points the constraints leave, in sweep order:
 strategies only ever get one of them measured.
 
-`constraint_check` is the one call that says whether a point runs; it reads
-the spec's `constraints:` through the sweep space of runs/ once that exists
-(section 5), and admits every point until then.
+The axes and the constraints are those of `launch` (runs/space.py).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from ..errors import SpecError, UsageError
 from ..results.reader import point_key
-from ..runs.axes import Axis, AxisError, cli_axis, override_text, points
+from ..runs.axes import Axis, AxisError, cli_axis
+from ..runs.space import point_overrides
 
 Point = dict[str, Any]
 
@@ -60,7 +59,7 @@ class TuneSpace:
                 for a in self.axes}
 
     def overrides_of(self, point: Point) -> dict[str, str]:
-        return {**self.overrides, **{k: override_text(v) for k, v in point.items()}}
+        return point_overrides(self.overrides, point)
 
     def is_valid(self, point: Point) -> bool:
         return key(point) in self._valid_keys
@@ -78,37 +77,23 @@ def _numeric(axis: Axis) -> bool:
     return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in axis.values)
 
 
-ConstraintCheck = Callable[[Point], "str | None"]
-
-
-def constraint_check(spec: str, overrides: dict[str, str],
-                     constraints: Sequence[str]) -> ConstraintCheck:
-    """What a point fails (the constraint's text) or None: the hook for section 5."""
-    if constraints:
-        raise UsageError("--constraint needs the sweep constraints of this cubinrun "
-                         "(not built in yet)")
-    return lambda point: None
-
-
 def load_space(spec: str, overrides: dict[str, str], axis_texts: Sequence[str] = (),
                constraints: Sequence[str] = ()) -> TuneSpace:
-    """The space of `spec`; a spec with no axis left to search is a usage error."""
-    from ..runs.expand import spec_axes
+    """The space of `spec` (runs/space.py: its axes with `--axis` and `--set`, its
+    constraints and `--constraint`); a spec with no axis left to search is a
+    usage error."""
+    from ..runs.space import sweep_space
     cli_axes = [cli_axis(text) for text in axis_texts]
     try:
-        axes = spec_axes(spec, cli_axes, overrides)
-        every = points(axes)
+        space = sweep_space(spec, overrides, cli_axes, constraints)
+        checked = list(space.points())
     except AxisError as exc:
         raise SpecError(str(exc), file=spec) from None
-    if not axes:
+    except SpecError as exc:
+        raise exc.located(file=spec) from None
+    if not space.axes:
         raise UsageError(f"{spec}: nothing to tune: the spec has no sweep axes "
                          "(add `sweep:` or --axis)")
-    check = constraint_check(spec, overrides, constraints)
-    valid, skipped = [], []
-    for point in every:
-        failed = check(point)
-        if failed is None:
-            valid.append(point)
-        else:
-            skipped.append((point, failed))
-    return TuneSpace(spec, dict(overrides), axes, valid, skipped)
+    return TuneSpace(spec, dict(overrides), list(space.axes),
+                     [p.values for p in checked if p.runnable],
+                     [(p.values, p.failed.text) for p in checked if not p.runnable])
