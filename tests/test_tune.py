@@ -294,3 +294,29 @@ def device(monkeypatch, fake_libcuda):
     fake = FakeDevice(lambda: fake_libcuda.launch_count)
     monkeypatch.setattr(driver, "call", fake)
     return fake
+
+
+def test_the_dry_run_builds_the_space_and_names_what_fails(tmp_path, capsys):
+    (tmp_path / "k.cu").write_text(
+        'extern "C" __global__ void fill(float* out, int n) {\n'
+        "#if BAD\n  this is not C++;\n#endif\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = VALUE;\n}\n")
+    spec = tmp_path / "fill.yaml"
+    spec.write_text(
+        "kernel:\n  source: k.cu\n  name: fill\n  arch: sm_90\n"
+        '  options: ["-DBAD={BAD}", "-DVALUE={V}"]\n'
+        'signature: {out: "*fp32", n: i32}\n'
+        "vars: {BAD: 0, V: 1}\n"
+        "args:\n  out: {shape: [256], init: zeros}\n  n: 256\n"
+        "grid: [1]\nlaunch: {num_warps: 8}\n"
+        "check:\n  out: {expect: V}\n"
+        "sweep:\n  BAD: [0, 1]\n  V: [1, 2]\n"
+        "constraints:\n  - V + BAD < 3\n")
+    code, doc, err = tune_json(capsys, spec, "--dry-run")
+    assert code == 0, err
+    assert (doc["points"], doc["valid"], doc["skipped"], doc["built"]) == (4, 3, 1, 2)
+    assert [f["point"] for f in doc["failed"]] == [{"BAD": 1, "V": 1}]
+    assert doc["failed"][0]["status"] == "build error"
+    assert doc["failed"][0]["reason"].startswith("NVRTC failed to compile k.cu for sm_90")
+    code, out, _ = run_cli(capsys, "tune", spec, "--dry-run")
+    assert code == 0 and "4 points, 3 left by the constraints, 2 build (sm_90" in out
