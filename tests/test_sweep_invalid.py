@@ -100,3 +100,23 @@ def test_the_tiled_copy_sample_dry_runs_with_skipped_and_invalid_points(capsys):
         ("shared", 128, 8, "invalid"), ("shared", 128, 16, "skipped")]
     assert results[3]["constraint"] == "TILE * ROWS <= 1024"
     assert err.count("\n") == 1 and "needs 66048 bytes of shared data" in err
+
+
+def test_a_launched_sweep_lists_skipped_points_in_every_result_file(device, in_process, tmp_path,
+                                                                     capsys):
+    import xml.etree.ElementTree as ET
+    spec = spec_copy(tmp_path, "passing.yaml", {"expect: x + y": "expect: 0 * x",
+                                                "N: 1048576": "N: 4096"})
+    jsonl, junit = tmp_path / "r.jsonl", tmp_path / "j.xml"
+    got, out, err = run_cli(capsys, "launch", spec, "--axis", "N=[1024,2048,4096]",
+                            "--constraint", "N != 2048", *FAST, "--jsonl", jsonl, "--junit", junit)
+    assert got == EXIT_OK and err == ""
+    lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert [(r["point"]["N"], r["status"], r.get("constraint")) for r in lines] == [
+        (1024, "ok", None), (2048, "skipped", "N != 2048"), (4096, "ok", None)]
+    assert "timing" not in lines[1] and lines[1]["exit_code"] == 0
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("skipped") == "1" and suite.get("failures") == "0"
+    case = suite.findall("testcase")[1]
+    assert case.find("skipped").get("message") == "skipped: constraint N != 2048"
+    assert "skipped" in out and out.strip().splitlines()[-1].startswith("3 runs: 2 ok, 1 skipped")

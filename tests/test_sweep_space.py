@@ -134,7 +134,7 @@ def test_string_axes_reach_names_options_and_the_signature(tmp_path):
                                         {"K": "scale", "T": "fp32"}, {"K": "scale", "T": "fp64"}]
     assert tasks[3].skipped == "K == 'copy' or T == 'fp32'" and tasks[1].runnable
     assert tasks[1].overrides == {"K": "'copy'", "T": "'fp64'"}
-    from cubinrun.spec import load_spec
+    from cubinrun.specfile import load_spec
     (tmp_path / "kern.cu").write_text("// placeholder: loading reads no source\n")
     spec = load_spec(path, tasks[1].overrides)
     assert spec.kernel.options == ("-DT=fp64",)
@@ -198,7 +198,7 @@ def test_a_resource_limit_in_a_sweep_is_an_invalid_point(tmp_path, skip, code):
 def test_a_dry_run_sweep_parses_its_spec_and_reads_its_binary_once(tmp_path, monkeypatch,
                                                                    capsys):
     # per point work was YAML parsing and cubin facts: 56 s for 10,000 points
-    from cubinrun import yamlload
+    from cubinrun.specfile import yamlload
     from cubinrun.binary import load
     calls = {"yaml": 0, "cubin": 0}
     parse, read = yamlload.load_yaml_text, load.read_cubin_cached
@@ -214,3 +214,12 @@ def test_a_dry_run_sweep_parses_its_spec_and_reads_its_binary_once(tmp_path, mon
     assert run(["launch", "--dry-run", str(path)]) == 0
     assert "1200 runs planned, 300 ok, 900 skipped by constraints; exit 0" in capsys.readouterr().out
     assert calls == {"yaml": 1, "cubin": 1}
+
+
+def test_a_string_given_with_set_unquoted_gets_the_fix(tmp_path, capsys):
+    (tmp_path / "kern.cu").write_text("// not compiled: the spec fails first\n")
+    path = write(tmp_path, STRINGS.split("sweep:")[0])
+    assert run(["launch", "--dry-run", str(path), "--set", "K=scale"]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "--set K: unknown name 'scale' (known: K, N, T, arch, l2_bytes, max_shared_optin, n, "
+        "sm_count, warp_size); a string is quoted: \"'scale'\"")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from ..errors import SpecError, UsageError, excerpt
-from ..expr import Expr, parse_expr
+from ..specfile.expr import Expr, parse_expr
 from ..limits import MAX_CONSTRAINTS
 from .axes import (Axis, AxisError, Value, check_point_count, iter_points, override_text,
                    spec_axis, spec_error)
@@ -97,7 +97,7 @@ class SweepSpace:
         if not self._reads <= values.keys():
             # a constraint reads a var the point does not set (a derived var, a
             # default, --set): resolve the spec's vars at this point, lazily
-            from ..spec.loader import var_values
+            from ..specfile.loader import var_values
             env = var_values(self.spec, self.tree, point_overrides(self.overrides, values))
         for constraint in self.constraints:
             try:
@@ -123,7 +123,7 @@ def sweep_space(spec: str | Path, overrides: Mapping[str, str] | None = None,
     """The space of one spec. SpecError for the spec's own mistakes (its sweep,
     constraints, sweep_invalid; located by the caller with its file);
     UsageError for a --constraint that does not parse."""
-    from ..yamlload import load_yaml_file
+    from ..specfile.yamlload import load_yaml_file
     spec = str(spec)
     overrides = dict(overrides or {})
     tree = load_yaml_file(Path(spec))
