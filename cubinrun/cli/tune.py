@@ -108,7 +108,7 @@ def tune(spec, overrides, axes, constraints, strategy, max_evals, time_limit, ob
     try:
         code = _tune(args)
     except SpecError as error:
-        from ..spec.locate import locate
+        from ..specfile.locate import locate
         raise locate(error, spec) from None
     sys.exit(code)
 
@@ -142,7 +142,7 @@ def _check(args: TuneArgs) -> None:
 
 def _tune(args: TuneArgs) -> int:
     from ..errors import UsageError
-    from ..spec import parse_overrides
+    from ..specfile import parse_overrides
     from ..tune.space import load_space
     _check(args)
     overrides = parse_overrides(args.overrides)
@@ -172,7 +172,7 @@ def _dry_run(space, args: TuneArgs) -> int:
     failed = [(p, b) for p, b in zip(space.valid, built) if b.status != "ok"]
     ok = len(built) - len(failed)
     if args.as_json:
-        from ..report import print_json
+        from .report import print_json
         print_json({"spec": args.spec, "arch": arch, "points": space.size,
                     "valid": len(space.valid), "skipped": len(space.skipped), "built": ok,
                     "failed": [{"point": p, "status": b.status, "reason": b.reason}
@@ -191,7 +191,7 @@ def _dry_run(space, args: TuneArgs) -> int:
 
 
 def _spec_arch(spec: str) -> str | None:
-    from ..yamlload import load_yaml_file
+    from ..specfile.yamlload import load_yaml_file
     from pathlib import Path
     tree = load_yaml_file(Path(spec))
     kernel = tree.get("kernel") if isinstance(tree, dict) else None
@@ -253,7 +253,7 @@ def _in_order(stored: dict, mine: list) -> list:
 
 def _evaluator(space, args: TuneArgs, objective):
     """(evaluator, GPU model, arch to prebuild for or None, study-name extra)."""
-    from ..run import RunOptions
+    from ..pipeline.result import RunOptions
     from ..tune.evaluate import ReplayEvaluator, RunEvaluator
     if args.replay:
         evaluator = ReplayEvaluator(args.replay, objective)
@@ -270,7 +270,7 @@ def _evaluator(space, args: TuneArgs, objective):
         executor = RayExecutor(options, args.ray, args.workers_per_gpu)
         tags = executor.tags()
         return RunEvaluator(executor, space, objective), tags[0].get("name", "GPU"), None, ""
-    from .. import driver
+    from ..gpu import driver
     from ..runs.devices import placements
     from ..runs.executor import ProcessExecutor
     chosen = placements(args.devices if args.devices is not None else str(args.device or 0),
@@ -284,10 +284,10 @@ def _evaluator(space, args: TuneArgs, objective):
 def _check_objective(space, objective) -> None:
     """An objective the runs cannot give is refused before any run."""
     from ..errors import UsageError
-    from ..spec import load_spec
-    from ..spec.device_values import for_arch
+    from ..specfile import load_spec
+    from ..specfile.device_values import for_arch
     if objective.name == "energy":
-        from ..run import RunOptions
+        from ..pipeline.result import RunOptions
         if "energy" not in RunOptions.__dataclass_fields__:
             raise UsageError("--objective energy needs energy measurement (--energy), which "
                              "this cubinrun does not have yet")
@@ -376,7 +376,7 @@ def _report(args: TuneArgs, space, objective, gpu, url, name, everything, measur
         "unchecked": unchecked, "wall_s": round(wall_s, 3), "exit_code": code,
     }
     if args.as_json:
-        from ..report import print_json
+        from .report import print_json
         print_json(document)
         return code
     _print_report(document, candidates, objective, best)

@@ -1,6 +1,6 @@
-"""What a tune shows and writes: the best point as `--set` arguments, the
-table of the top K, the JSON document, the spec with the best values pinned
-(`-o BEST.yaml`) and the plot of the objective against evaluations."""
+"""What a tune writes: the best point as `--set` arguments, the spec with the
+best values pinned (`-o BEST.yaml`) and the plot of the objective against
+evaluations (the table and the JSON document are cli/tune.py's)."""
 from __future__ import annotations
 
 import json
@@ -44,7 +44,7 @@ def pinned_spec(spec: str, values: dict, note: str) -> str:
     """The spec's text with `values` set as its vars and its sweep and constraints
     removed; comments and layout kept. Vars written in flow style (`vars: {A: 1}`)
     make it dump the spec anew (comments lost)."""
-    from ..yamlload import load_yaml_text
+    from ..specfile.yamlload import load_yaml_text
     text = Path(spec).read_text(encoding="utf-8")
     tree = load_yaml_text(text, spec)
     lines = text.splitlines()

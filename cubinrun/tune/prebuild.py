@@ -29,19 +29,15 @@ class Built:
 def build_point(spec: str, overrides: dict[str, str], point: Point, arch: str | None,
                 props: str | None = None) -> Built:
     """Everything but the GPU for one point (a pool process runs this)."""
-    from ..dry_checks import check_data
     from ..errors import CubinrunError, SpecError
-    from ..prepare import prepare
+    from ..pipeline.prepare import dry_run
     from ..runs.expand import RunTask
     from ..runs.outcome import RunRecord
-    from ..spec import load_spec
-    from ..spec.device_values import for_arch, from_props_file, unavailable
-    from ..spec.locate import locate
+    from ..specfile.device_values import for_arch, from_props_file, unavailable
+    from ..specfile.locate import locate
     device = from_props_file(props) if props else for_arch(arch) if arch else unavailable()
     try:
-        spec_object = load_spec(spec, overrides, device=device)
-        prepare(spec_object, arch=arch)
-        check_data(spec_object)
+        dry_run(spec, overrides, device, arch)
     except CubinrunError as error:
         if isinstance(error, SpecError):
             locate(error, spec)
@@ -56,7 +52,7 @@ class Prebuilder:
     def __init__(self, space: TuneSpace, arch: str | None, workers: int | None = None,
                  props: str | None = None):
         import multiprocessing
-        from ..parallel import worker_count
+        from ..hostdata.threads import worker_count
         self.space, self.arch, self.props = space, arch, props
         self.pool = ProcessPoolExecutor(max_workers=workers or worker_count(),
                                         mp_context=multiprocessing.get_context("spawn"))

@@ -27,7 +27,7 @@ from typing import Callable
 
 from .evaluate import Evaluation, Objective
 from .space import Point, TuneSpace, key
-from .store import read_stored, record
+from .store import measured_with, read_stored, record
 from .strategies import LEARNS_CONSTRAINTS, OWN_ORDER
 
 MAX_MISSES = 10         # proposals in a row that are invalid or known before a random pick
@@ -123,14 +123,17 @@ class Search:
 
     def _contested(self, asked: _Asked) -> bool:
         """Whether another process asked for the same point first (a lower trial
-        number), between this one's look at the study and its ask: then it is
-        theirs. Processes that start together walk the same order in step, so
-        without this they would measure every point twice."""
+        number, running or already told), between this one's look at the study
+        and its ask: then it is theirs. Processes that start together walk the
+        same order in step, so without this they would measure every point twice."""
         from optuna.trial import TrialState
         k, number = key(asked.point), asked.trial.number
-        for trial in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        states = (TrialState.RUNNING, TrialState.COMPLETE)
+        for trial in self.study.get_trials(deepcopy=False, states=states):
             if trial.number < number and set(trial.params) == set(self.distributions) \
-                    and key(self.space.point(trial.params)) == k:
+                    and key(self.space.point(trial.params)) == k and \
+                    (trial.state == TrialState.RUNNING or
+                     measured_with(trial) == self.inputs_of(asked.point)):
                 self.claimed.add(k)
                 return True
         return False

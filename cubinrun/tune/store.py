@@ -170,6 +170,12 @@ def record(trial, point: dict, inputs: str, evaluation: Evaluation, origin: str,
         trial.set_constraint("passed", -1.0 if evaluation.ok else 1.0)
 
 
+def measured_with(trial) -> str | None:
+    """The inputs digest a told trial was measured with (None: not a measurement)."""
+    attrs = _attrs(trial)
+    return attrs.get("inputs") if attrs.get("origin") == "measured" else None
+
+
 def _attrs(trial) -> dict:
     attrs = trial.user_attrs.get("cubinrun")
     return attrs if isinstance(attrs, dict) and "key" in attrs else {}
