@@ -321,3 +321,17 @@ def test_the_dry_run_builds_the_space_and_names_what_fails(tmp_path, capsys):
     assert "k.cu for sm_90" in doc["failed"][0]["reason"]
     code, out, _ = run_cli(capsys, "tune", spec, "--dry-run")
     assert code == 0 and "4 points, 3 left by the constraints, 2 build (sm_90" in out
+
+
+def test_several_gpus_evaluate_at_once_against_one_storage(fake_sweep, fake_libcuda,
+                                                           monkeypatch, capsys):
+    from fakecuda.device import FakeDevice
+    from cubinrun.gpu import driver
+    monkeypatch.setenv("FAKECUDA_DEVICES", "2")
+    monkeypatch.setattr(driver, "call", FakeDevice(lambda: fake_libcuda.launch_count))
+    code, doc, err = tune_json(capsys, fake_sweep, "--strategy", "brute", "--devices", "0,1",
+                               "--warmup", "1", "--rep", "1", "--top-k", "1", "--rounds", "1")
+    assert code == 0, err
+    assert doc["measured"] == 4 and doc["best"]["point"] == {"BLOCK": 256, "KID": 1}
+    assert sorted(e["status"] for e in doc["evaluations"]) == [
+        "CUDA error", "CUDA error", "check failed", "ok"]

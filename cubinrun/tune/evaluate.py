@@ -124,9 +124,13 @@ class RunEvaluator:
 
     @property
     def executor(self):
+        self.start()
+        return self._executor
+
+    def start(self) -> None:
+        """Start the workers now (they open CUDA while builds run)."""
         if callable(self._executor):
             self._executor = self._executor()
-        return self._executor
 
     def evaluate(self, points: Sequence[Point]) -> list[Evaluation]:
         from ..runs.expand import RunTask
@@ -164,6 +168,9 @@ class ReplayEvaluator:
             raise UsageError(f"{path}: results from several GPU models ({', '.join(sorted(names))})"
                              ": a replay stands for one")
         self.device_name = next(iter(names), "unknown GPU")
+
+    def start(self) -> None:
+        pass
 
     def check_covers(self, space) -> None:
         from .space import key

@@ -77,6 +77,9 @@ class Search:
         for evaluation in self.known.values():
             self._note_value(evaluation)
         pending = self._next_batch(set())
+        if pending:
+            self.evaluator.start()          # workers start CUDA while the first builds run
+            self._build_ahead(pending)
         try:
             while pending:
                 current = pending
@@ -98,6 +101,19 @@ class Search:
         finally:
             self._abandon(pending)
         return self.evaluations
+
+    def _build_ahead(self, first: list[_Asked]) -> None:
+        """Brute force and random search know their order: every point the budget
+        may reach goes to the build pool now, in that order."""
+        if self.prebuilder is None:
+            return
+        self.prebuilder.submit([a.point for a in first])
+        if self.strategy in OWN_ORDER:
+            taken = {key(a.point) for a in first}
+            upcoming = [p for p in self.order if self._free(key(p), taken)]
+            if self.budget.max_evals is not None:
+                upcoming = upcoming[:max(0, self.budget.max_evals - len(self.known) - len(first))]
+            self.prebuilder.submit(upcoming)
 
     def _room(self, planned: int) -> bool:
         """Whether the budget allows more than `planned` configurations beyond the known."""
