@@ -130,14 +130,18 @@ def _check(args: TuneArgs) -> None:
         raise UsageError("--dry-run needs no GPU: --devices and --ray do not apply")
     if args.arch and not args.dry_run:
         raise UsageError("--arch is the target of --dry-run; a tune builds for its GPU")
+    from ..files import check_output
     if args.plot:
         from ..results.plot import check_path, require_matplotlib
         check_path(args.plot)
         require_matplotlib()
-    if args.output and not args.force:
-        from pathlib import Path
-        if Path(args.output).exists() or Path(args.output).is_symlink():
-            raise UsageError(f"{args.output} exists; pass --force to overwrite it")
+        check_output(args.plot, True, "--plot")
+    if args.output:
+        check_output(args.output, args.force)      # before any GPU work, not after
+    from ..specfile.model import budget_problem
+    for name, value in (("warmup", args.warmup), ("rep", args.rep)):
+        if value is not None and (problem := budget_problem(value)):
+            raise UsageError(f"--{name} {problem}")
 
 
 def _tune(args: TuneArgs) -> int:

@@ -116,8 +116,6 @@ def _dumped(tree, values: dict, note: str) -> str:
 def plot(evaluations: list[Evaluation], objective: Objective, path: str, title: str) -> None:
     """Each evaluation's objective (failed ones marked along the bottom) and the
     best so far, against the evaluation's number."""
-    import matplotlib
-    matplotlib.use("Agg")
     from matplotlib.figure import Figure
     figure = Figure(figsize=(8, 4.5))
     axes = figure.add_subplot()
@@ -141,4 +139,8 @@ def plot(evaluations: list[Evaluation], objective: Objective, path: str, title: 
     axes.set_title(title, fontsize=9)
     axes.legend(fontsize=8)
     figure.tight_layout()
-    figure.savefig(path)
+    import io
+    from ..files import write_output
+    image = io.BytesIO()        # rendered first: matplotlib would open the path itself
+    figure.savefig(image, format=Path(path).suffix.lower()[1:], dpi=120)
+    write_output(path, image.getvalue(), True, "--plot")
