@@ -18,6 +18,7 @@ cd "$(dirname "$0")/.."
 out=${OUT:-bench/results}
 mkdir -p "$out"
 python=${PYTHON:-python3}
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"   # this tree's cubinrun
 spec=configs/realkernels/kt_matmul_tune.yaml
 source=kernels/thirdparty/kernel_tuner/examples/cuda/matmul.cu
 if [[ ! -f $source ]]; then

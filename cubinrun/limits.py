@@ -114,6 +114,12 @@ MAX_BUFFER_BYTES = 1 * TiB
 MAX_DEVICE_BYTES = 1 * TiB
 # bench.warmup / bench.rep and --warmup / --rep, in ms: an hour of timing.
 MAX_BENCH_MS = 3_600_000
+# Timing samples per run (and so --min-samples): the sampler keeps one event
+# pair and one 16-byte clock record per sample.
+MAX_SAMPLES = 10_000
+# The graph timer's launches in one captured graph: a graph is instantiated
+# once per run, and 10^4 nodes instantiate in milliseconds.
+MAX_GRAPH_LAUNCHES = 10_000
 # launch --repeat: launches compared bit for bit (each restores every buffer,
 # so a race that shows once in a million runs is still within reach).
 MAX_REPEAT = 1_000_000
@@ -131,6 +137,13 @@ SHARED_OPTIN_BY_SM = {
     100: 232_448, 101: 232_448, 103: 232_448, 110: 232_448,
     120: 101_376, 121: 101_376,
 }
+
+# Registers one block may use (the CUDA occupancy calculator's "registers per
+# block": 64K from sm_50 on, 32K on the Jetson chips sm_53 and sm_62), and the
+# unit a warp's registers are allocated in (256 registers per warp).
+REGISTERS_PER_BLOCK = 65_536
+REGISTERS_PER_BLOCK_BY_SM = {53: 32_768, 62: 32_768}
+REGISTER_ALLOCATION_UNIT = 256
 
 # --- messages ------------------------------------------------------------------
 # Characters of a bad value quoted in an error message.

@@ -48,7 +48,7 @@ from cubinrun.cli import main  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 LONG = os.environ.get("CUBINRUN_FUZZ") == "long"
-TARGETS = 8
+TARGETS = 9
 BUDGET = float(os.environ.get("CUBINRUN_FUZZ_SECONDS", "120")) / TARGETS
 SLOW_SECONDS = 10.0                 # generous: CI machines are shared
 MAX_RSS_BYTES = 3 << 30             # the test process's peak, all examples together

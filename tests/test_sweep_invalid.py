@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_run_fake import device, fake_libcuda, run_cli  # noqa: F401 (fixtures)
+from test_run_fake import run_cli
 from test_runs import FAST, in_process, spec_copy  # noqa: F401 (fixtures)
 
 from cubinrun.errors import EXIT_BUILD, EXIT_OK
@@ -120,3 +120,44 @@ def test_a_launched_sweep_lists_skipped_points_in_every_result_file(device, in_p
     case = suite.findall("testcase")[1]
     assert case.find("skipped").get("message") == "skipped: constraint N != 2048"
     assert "skipped" in out and out.strip().splitlines()[-1].startswith("3 runs: 2 ok, 1 skipped")
+
+
+HEAVY = """\
+extern "C" __global__ void heavy(const float *x, float *out, int n) {
+  float acc[ACC];                            // ACC live values: ~168 registers for 128
+  #pragma unroll
+  for (int k = 0; k < ACC; ++k) acc[k] = x[(threadIdx.x * ACC + k) % n];
+  for (int it = 0; it < n; ++it) {
+    #pragma unroll
+    for (int k = 0; k < ACC; ++k) acc[k] = acc[k] * acc[(k + 1) % ACC] + x[(it + k) % n];
+  }
+  float s = 0;
+  #pragma unroll
+  for (int k = 0; k < ACC; ++k) s += acc[k];
+  if (blockIdx.x * blockDim.x + threadIdx.x < n) out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+"""
+
+
+def test_a_block_too_big_for_the_kernels_registers_is_invalid_in_a_dry_run(tmp_path, capsys):
+    # found from the cubin's register count, as the driver would refuse the launch
+    (tmp_path / "heavy.cu").write_text(HEAVY)
+    spec = tmp_path / "heavy.yaml"
+    spec.write_text("""\
+kernel: {source: heavy.cu, name: heavy, options: ["-DACC=128"], arch: sm_90}
+signature: {x: "*kfp32", out: "*fp32", n: i32}
+vars: {N: 4096, B: 256}
+args: {x: {shape: [N]}, out: {shape: [N]}, n: N}
+grid: [cdiv(N, B)]
+block: [B]
+sweep: {B: [256, 1024]}
+sweep_invalid: skip
+""")
+    got, out, err = run_cli(capsys, "launch", "--dry-run", "--json", spec)
+    results = json.loads(out)["results"]
+    assert got == EXIT_OK and [r["status"] for r in results] == ["ok", "invalid"]
+    registers = results[0]["plan"]["binary"]["registers"]
+    per_warp = -(-registers * 32 // 256) * 256
+    assert registers > 64 and results[1]["error"]["message"] == (
+        f"1024 threads per block exceed the {65536 // per_warp * 32} that heavy's {registers} "
+        f"registers per thread allow (65536 per block)")

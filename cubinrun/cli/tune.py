@@ -268,7 +268,7 @@ def _evaluator(space, args: TuneArgs, objective):
             Path(args.replay).read_bytes())
     _check_objective(space, objective)
     options = RunOptions(device=args.device, warmup_ms=args.warmup, rep_ms=args.rep,
-                         progress=False)
+                         progress=False, energy=objective.name == "energy")
     if args.ray is not None:
         from ..runs.ray_backend import RayExecutor
         executor = RayExecutor(options, args.ray, args.workers_per_gpu)
@@ -290,11 +290,6 @@ def _check_objective(space, objective) -> None:
     from ..errors import UsageError
     from ..specfile import load_spec
     from ..specfile.device_values import for_arch
-    if objective.name == "energy":
-        from ..pipeline.result import RunOptions
-        if "energy" not in RunOptions.__dataclass_fields__:
-            raise UsageError("--objective energy needs energy measurement (--energy), which "
-                             "this cubinrun does not have yet")
     if objective.name in ("gbps", "tflops"):
         try:
             spec = load_spec(space.spec, space.overrides_of(space.valid[0]),

@@ -30,10 +30,6 @@ from ..errors import SpecError, UsageError
 from ..limits import (MAX_AXIS_EXPONENT, MAX_AXIS_STRING_CHARS, MAX_AXIS_VALUES, MAX_INT_BITS,
                       MAX_INT_DIGITS, MAX_POW2_EXPONENT, MAX_SWEEP_POINTS)
 
-# Kept under their old names for callers that import them from here.
-MAX_VALUES = MAX_AXIS_VALUES
-MAX_POINTS = MAX_SWEEP_POINTS
-
 Number = int | float
 Value = int | float | str
 
@@ -247,14 +243,10 @@ def _cli_axis(text: str) -> Axis:
     return Axis(name, _checked(values))
 
 
-def point_count(axes: list[Axis]) -> int:
-    return math.prod(len(a.values) for a in axes)
-
-
 def check_point_count(axes: list[Axis]) -> int:
     """The number of points, refused (AxisError) past MAX_SWEEP_POINTS: counted
     from the axes' lengths, before a single point exists."""
-    total = point_count(axes)
+    total = math.prod(len(a.values) for a in axes)
     if total > MAX_SWEEP_POINTS:
         sizes = " x ".join(f"{a.name} {len(a.values)}" for a in axes)
         raise AxisError(f"{total} points ({sizes}) exceed the limit of {MAX_SWEEP_POINTS}")

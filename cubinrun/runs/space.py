@@ -11,7 +11,7 @@ expands it into runs (runs/expand.py) and `tune` searches it.
     space.check(values)         # the first Constraint `values` fails, or None
     space.invalid_skip          # `sweep_invalid: skip`: invalid points leave the exit code
 
-A constraint is an expression over vars (cubinrun/expr.py) that must be true
+A constraint is an expression over vars (specfile/expr.py) that must be true
 for a point to run: `BX == BY * TY`, `K == 'transposeNaive' or BX <= 32`.
 Names it reads must be vars; any other is the spec's error (exit 2, naming
 its line). An invalid point is one whose build or load hits a resource
@@ -19,6 +19,7 @@ limit of the kernel: errors.ResourceLimitError, `errors.invalid_reason`.
 """
 from __future__ import annotations
 
+import ast
 import functools
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,6 @@ from .axes import (Axis, AxisError, Value, check_point_count, iter_points, overr
                    spec_axis, spec_error)
 
 SWEEP_INVALID = ("error", "skip")
-_BOOLEAN_NODES = ("Compare", "BoolOp", "UnaryOp")
 
 
 @dataclass(frozen=True)
@@ -45,9 +45,7 @@ class Constraint:
         return self.expr.source
 
     def error(self, message: str) -> SpecError:
-        if self.where.startswith("--"):
-            return SpecError(f"{self.where} {excerpt(self.text)}: {message}")
-        return SpecError(message, field=self.where, line=self.line)
+        return _located(self.where, self.line, self.text, message)
 
 
 @dataclass(frozen=True)
@@ -207,12 +205,16 @@ def _constraint(value: Any, where: str, line: int | None) -> Constraint:
         expr = parse_expr(value)
     except SpecError as exc:
         raise _located(where, line, value, exc.message) from None
-    if type(expr.tree.body).__name__ not in _BOOLEAN_NODES or \
-            (type(expr.tree.body).__name__ == "UnaryOp" and
-             type(expr.tree.body.op).__name__ != "Not"):
+    if not _is_truth_value(expr.tree.body):
         raise _located(where, line, value, "must be a comparison, true or false "
                                            "(BX * BY <= 1024, K == 'name')")
     return Constraint(expr, where, line)
+
+
+def _is_truth_value(node: ast.AST) -> bool:
+    """A comparison, and/or, or not: what a constraint must be (`BX * BY` is a typo)."""
+    return isinstance(node, (ast.Compare, ast.BoolOp)) or \
+        (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not))
 
 
 def _located(where: str, line: int | None, value: Any, message: str) -> SpecError:

@@ -310,7 +310,7 @@ def load_yaml_file(path: Path):
     once per process: a sweep loads its spec once per point, and parsing was
     most of a dry run's time per point (3 of its 5 ms). Trees are never
     modified by their readers, so sharing one is safe."""
-    from ..files import decode_utf8, read_bounded
+    from ..files import read_bounded
     try:
         data = read_bounded(path, MAX_SPEC_BYTES, "spec")
     except SpecError as exc:         # the message starts with the path: say it once
