@@ -15,7 +15,7 @@ import pytest
 
 import tunelandscape
 from conftest import PACKAGE_PARENT
-from test_run_fake import fake_libcuda, run_cli  # noqa: F401 (fixtures)
+from test_run_fake import run_cli
 
 pytest.importorskip("optuna", reason="cubinrun tune needs the tune extra (Optuna)")
 
@@ -253,7 +253,7 @@ def fake_sweep(tmp_path, fake_libcuda, monkeypatch):
     """A sweep on the fake driver whose KID=2 binary faults (a sticky error that
     replaces the worker) and whose BLOCK=512 points fail their check."""
     from cubinrun.runs import executor
-    from test_run_fake import VECTOR_ADD_PARAMS
+    from conftest import VECTOR_ADD_PARAMS
     cubin = (REPO / "kernels" / "build" / "vector_add.sm_90.cubin").read_bytes()
     (tmp_path / "k1.cubin").write_bytes(cubin)
     (tmp_path / "k2.cubin").write_bytes(cubin + b"FAULTS-HERE")
@@ -284,16 +284,6 @@ def test_a_tune_goes_on_past_faults_and_failed_checks(fake_sweep, device, capsys
                                "--rounds", "2")
     assert code == 0 and again["measured"] == 0 and not again["retimed"]
     assert again["best"]["point"] == {"BLOCK": 256, "KID": 1}
-
-
-@pytest.fixture
-def device(monkeypatch, fake_libcuda):
-    """The fake device in this process too (the tune enumerates the GPUs here)."""
-    from fakecuda.device import FakeDevice
-    from cubinrun.gpu import driver
-    fake = FakeDevice(lambda: fake_libcuda.launch_count)
-    monkeypatch.setattr(driver, "call", fake)
-    return fake
 
 
 def test_the_dry_run_builds_the_space_and_names_what_fails(tmp_path, capsys):
@@ -328,7 +318,8 @@ def test_several_gpus_evaluate_at_once_against_one_storage(fake_sweep, fake_libc
     from fakecuda.device import FakeDevice
     from cubinrun.gpu import driver
     monkeypatch.setenv("FAKECUDA_DEVICES", "2")
-    monkeypatch.setattr(driver, "call", FakeDevice(lambda: fake_libcuda.launch_count))
+    fake = FakeDevice(lambda: fake_libcuda.launch_count, fake_libcuda)
+    monkeypatch.setattr(driver, "call", fake)
     code, doc, err = tune_json(capsys, fake_sweep, "--strategy", "brute", "--devices", "0,1",
                                "--warmup", "1", "--rep", "1", "--top-k", "1", "--rounds", "1")
     assert code == 0, err
