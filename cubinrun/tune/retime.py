@@ -75,7 +75,8 @@ def candidates_key(best: list[Evaluation]) -> list[str]:
     return sorted(key(e.point) for e in best)
 
 
-def from_stored(document: dict, best: list[Evaluation], objective: Objective) -> list[Candidate] | None:
+def from_stored(document: dict, best: list[Evaluation],
+                objective: Objective) -> list[Candidate] | None:
     """A stored re-timing of exactly these candidates, or None."""
     if document.get("candidates") != candidates_key(best):
         return None
