@@ -163,3 +163,11 @@ def test_tool_filters_match_every_symbol_a_name_may_become():
             assert symbol_substring(name) in symbol
     assert not re.match(symbol_pattern("add"), "add_kernel")
     assert not re.match(symbol_pattern("add"), "_Z10add_kernelPf")
+
+
+def test_a_resource_limit_names_a_cxx_kernel_demangled():
+    from cubinrun.binary.resource_limits import ptxas_limit
+    log = ("ptxas error   : Entry function '_Z13matmul_kernelPfS_S_' uses too much shared data "
+           "(0x14000 bytes, 0xc000 max)")
+    assert ptxas_limit(log) == ("matmul_kernel(float*, float*, float*) needs 81920 bytes of "
+                                "shared data, more than the 49152 the target allows")

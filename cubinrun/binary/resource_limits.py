@@ -25,5 +25,7 @@ def ptxas_limit(log: str) -> str | None:
     if match is None:
         return None
     function, what, used, most = match.groups()
+    from .cubin import demangle
+    function = demangle(function) or function       # a C++ kernel as people wrote it
     return (f"{function} needs {int(used, 16)} bytes of {what}, more than the "
             f"{int(most, 16)} the target allows")
