@@ -159,6 +159,9 @@ def test_without_nvcc_the_build_fails_with_the_fix(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     import cuda.pathfinder
     monkeypatch.setattr(cuda.pathfinder, "find_nvidia_binary_utility", lambda name: None)
+    real_is_file = Path.is_file
+    monkeypatch.setattr(Path, "is_file", lambda self: False if str(self).startswith(
+        "/usr/local/cuda") else real_is_file(self))
     with pytest.raises(BuildError, match=r"no nvcc found: pip install 'cubinrun\[nvcc\]'"):
         nvcc.find_nvcc()
 

@@ -7,7 +7,8 @@ compiler (gcc or clang on Linux, cl.exe on Windows), and it instantiates
 every template the host code names, which NVRTC cannot see.
 
 nvcc is looked for in $CUDA_HOME (or $CUDA_PATH), then PATH, then the
-`nvidia-cuda-nvcc` wheel (the `nvcc` extra), through cuda.pathfinder. The
+`nvidia-cuda-nvcc` wheel (the `nvcc` extra), through cuda.pathfinder, then
+/usr/local/cuda. The
 run is time-limited like the C compiler's (launcher/tool_runs.py). Results
 are cached in `nvcc/` under the cache root, keyed by the source, its local
 headers, the options, the include folders, nvcc's version and the arch.
@@ -46,6 +47,8 @@ def find_nvcc() -> str:
         found = None
     if found:
         return found
+    if os.name != "nt" and Path("/usr/local/cuda/bin/nvcc").is_file():     # a toolkit off PATH
+        return "/usr/local/cuda/bin/nvcc"
     raise BuildError(f"kernel.compiler nvcc: no nvcc found: {INSTALL_HINT}")
 
 
