@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SpecError
-from ..inputs import read_bounded
+from ..files import read_bounded
 from ..limits import MAX_BINARY_BYTES, MAX_PTX_BYTES, MAX_SOURCE_BYTES
-from ..spec import Spec
+from ..specfile import Spec
 from .cubin import CubinInfo, KernelInfo
 from .cubin_cache import read_cubin_cached
 
@@ -40,6 +40,27 @@ def load_binary(spec: Spec, arch: str | None) -> Binary:
     except SpecError as exc:
         raise exc.located(field="kernel.name") from None
     return Binary(cubin, info, kernel, origin)
+
+
+class Binaries:
+    """load_binary, once per kernel file (as it is now), kind, name, options and
+    arch: what the runs of one session or one dry run share, so a sweep's
+    points compile, read and parse their binary once."""
+
+    def __init__(self):
+        self._binaries: dict[tuple, Binary] = {}
+
+    def load(self, spec: Spec, arch: str | None) -> Binary:
+        kernel = spec.kernel
+        try:
+            stat = kernel.path.stat()
+            version = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            version = None                  # load_binary says what is wrong
+        key = (kernel.kind, str(kernel.path), version, kernel.name, kernel.options, arch)
+        if version is None or key not in self._binaries:
+            self._binaries[key] = load_binary(spec, arch)
+        return self._binaries[key]
 
 
 def _read(path: Path, field: str, limit: int = MAX_BINARY_BYTES, what: str = "cubin") -> bytes:

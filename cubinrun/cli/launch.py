@@ -60,6 +60,7 @@ class LaunchArgs:
     workers_per_gpu: int = 1
     mixed_devices: bool = False
     ray: str | None = None
+    constraints: tuple[str, ...] = ()       # --constraint: expressions over vars
 
     @property
     def spread(self) -> bool:
@@ -92,7 +93,12 @@ def optional_address(args: list[str]) -> list[str]:
 @set_option
 @click.option("--axis", "axes", multiple=True, metavar="AXIS",
               help="Sweep a var, nvbench's grammar: 'N=[1024,4096]', 'N=[2:8:2]', "
-              "'N[pow2]=[16:28:2]' (repeatable; replaces a spec's axis of that name).")
+              "'N[pow2]=[16:28:2]', 'K=[name1,name2]' (repeatable; replaces a spec's axis of "
+              "that name).")
+@click.option("--constraint", "constraints", multiple=True, metavar="EXPR",
+              help="Run only the sweep's points where EXPR over vars is true, e.g. "
+              "'BX * BY <= 1024' (repeatable; added to the spec's constraints). Others are "
+              "listed as skipped.")
 @device_option
 @json_option
 @click.option("--dry-run", is_flag=True,
@@ -147,7 +153,7 @@ def optional_address(args: list[str]) -> list[str]:
 @click.option("--ray", "ray", metavar="[ADDRESS]", help="Run on Ray actors holding a GPU "
               "each: an existing cluster (auto, HOST:PORT, ray://HOST:PORT) or, without "
               "ADDRESS, a local one started for the command (needs cubinrun[ray]).")
-def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no_bench,
+def launch(specs, overrides, axes, constraints, device, as_json, dry_run, warmup, rep, l2, no_bench,
            raw_events, arch, props_file, fail_fast, jsonl, csv_path, markdown, junit, samples,
            plot, baseline, threshold, ignore_device, no_guard, repeat, sanitize, devices,
            workers_per_gpu, mixed_devices, ray):
@@ -156,29 +162,23 @@ def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no
     SPEC may be several spec files and folders (their *.yaml); every spec and
     every point of its sweep runs, with CUDA started once (per worker with
     --devices or --ray)."""
-    from ..errors import SpecError
     args = LaunchArgs(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2,
                       no_bench, raw_events, arch, fail_fast, jsonl, csv_path, markdown, junit,
                       samples, plot, baseline, threshold, ignore_device, props_file,
                       guard=not no_guard, repeat=repeat, sanitize=sanitize, devices=devices,
-                      workers_per_gpu=workers_per_gpu, mixed_devices=mixed_devices, ray=ray)
-    try:
-        _launch(args)
-    except SpecError as error:          # found past loading (the binary, the device): locate it
-        if len(specs) != 1:
-            raise
-        from ..spec.locate import locate
-        raise locate(error, specs[0]) from None
+                      workers_per_gpu=workers_per_gpu, mixed_devices=mixed_devices, ray=ray,
+                      constraints=constraints)
+    _launch(args)
 
 
 def _launch(args: LaunchArgs) -> None:
     from ..runs.expand import expand
-    from ..spec import parse_overrides
+    from ..specfile import parse_overrides
     _check_outputs(args)
     _check_numbers(args)
     _check_spread(args)
     baseline = _read_baseline(args)
-    tasks = expand(args.specs, parse_overrides(args.overrides), args.axes)
+    tasks = expand(args.specs, parse_overrides(args.overrides), args.axes, args.constraints)
     if args.dry_run:
         return _dry_run(tasks, args)
     sys.exit(_run(tasks, args, baseline))
@@ -208,6 +208,18 @@ def _check_outputs(args: LaunchArgs) -> None:
         from ..results.plot import check_path, require_matplotlib
         check_path(args.plot)
         require_matplotlib()
+    _check_result_files(args)
+
+
+def _check_result_files(args: LaunchArgs) -> None:
+    """Result files are regular files: a FIFO, device or folder named is
+    refused before any run, not found (or hung on) after the last."""
+    from ..errors import UsageError
+    from ..files import output_problem
+    for flag, path in (("--jsonl", args.jsonl), ("--csv", args.csv), ("--markdown", args.markdown),
+                       ("--junit", args.junit), ("--plot", args.plot)):
+        if path and path != "-" and (problem := output_problem(path)):
+            raise UsageError(f"{flag} {path}: {problem}")
 
 
 def _check_numbers(args: LaunchArgs) -> None:
@@ -215,7 +227,7 @@ def _check_numbers(args: LaunchArgs) -> None:
     --threshold, before any spec is read, used or not."""
     from ..errors import UsageError
     from ..results.compare import parse_threshold
-    from ..spec.model import budget_problem
+    from ..specfile.model import budget_problem
     if args.arch is not None:
         from ..binary.nvrtc import parse_arch
         parse_arch(args.arch)
@@ -244,7 +256,7 @@ def _executor(tasks, args: LaunchArgs, options):
     """Who runs the tasks: this process (one run), a worker process, workers on
     --devices, or Ray actors."""
     from ..runs.executor import InlineExecutor, ProcessExecutor
-    runnable = sum(1 for t in tasks if t.error is None)
+    runnable = sum(1 for t in tasks if t.runnable)
     if args.ray is not None:
         from ..runs.ray_backend import RayExecutor
         return RayExecutor(options, args.ray, args.workers_per_gpu, args.mixed_devices,
@@ -277,7 +289,7 @@ def _read_baseline(args: LaunchArgs):
 def _run(tasks, args: LaunchArgs, baseline) -> int:
     from ..errors import EXIT_OK, EXIT_REGRESSION
     from ..results.writers import JsonLines
-    from ..run import RunOptions
+    from ..pipeline.result import RunOptions
     from ..runs.outcome import most_severe
     from ..runs.progress import Progress
     single = len(tasks) == 1
@@ -344,7 +356,7 @@ def _stopper(fail_fast: bool):
 
 def _write_outputs(records, results, exit_code, not_run, wall_s, args: LaunchArgs,
                    single: bool) -> None:
-    from ..report import print_json, render_result
+    from .report import print_json, render_result
     from ..results.table import render_summary
     from ..results.writers import csv_text, json_document, junit_text, markdown_text, \
         summarize, write_text
@@ -369,7 +381,7 @@ def _write_outputs(records, results, exit_code, not_run, wall_s, args: LaunchArg
         render_result(records[0].live, console())
         if records[0].compare:
             _print_comparison(records[0].compare)
-    elif not single or args.spread:
+    elif not single or args.spread or records[0].outcome:
         render_summary(results, summary, wide_console())
 
 
@@ -390,17 +402,13 @@ def _print_comparison(compare: dict) -> None:
 
 
 def _dry_run(tasks, args: LaunchArgs) -> None:
-    from ..prepare import prepare
-    from ..report import print_json, render_plan
-    from ..dry_checks import check_data
-    from ..spec import load_spec
-    if len(tasks) == 1:
+    from ..pipeline.prepare import dry_run
+    from .report import print_json, render_plan
+    if len(tasks) == 1 and tasks[0].skipped is None:
         task = tasks[0]
         if task.error is not None:
             raise task.error
-        spec = load_spec(task.spec, task.overrides, device=_dry_device(args))
-        prepared = prepare(spec, arch=args.arch)
-        check_data(spec)
+        prepared = dry_run(task.spec, task.overrides, _dry_device(args), args.arch)
         if args.as_json:
             print_json(prepared.to_json())
         else:
@@ -409,29 +417,35 @@ def _dry_run(tasks, args: LaunchArgs) -> None:
     sys.exit(_dry_run_many(tasks, args))
 
 
+# A dry run's table longer than this is printed as plain columns: rich measures
+# every row (2 ms each), which made the table most of a big sweep's dry run.
+RICH_TABLE_ROWS = 1000
+
+
 def _dry_run_many(tasks, args: LaunchArgs) -> int:
     """Every spec and point validated without a GPU: a table (or JSON) and the
     most severe exit code, so CI on a CPU machine checks a whole folder."""
-    from ..errors import CubinrunError, SpecError
-    from ..prepare import prepare
-    from ..report import print_json
-    from ..dry_checks import check_data
+    from ..errors import CubinrunError
+    from ..pipeline.prepare import dry_run
+    from .report import print_json
     from ..runs.outcome import RunRecord, most_severe
-    from ..spec import load_spec
-    from ..spec.locate import locate
     from ..text import dims
+    from ..binary.load import Binaries
     rows, documents, codes = [], [], []
     device = _dry_device(args)
+    binaries = Binaries()               # a sweep's points read and parse their binary once
     for task in tasks:
+        if task.skipped is not None:
+            record = RunRecord.not_run(task)
+            codes.append(record.exit_code)
+            documents.append(record.to_json())
+            rows.append((task.spec, _point(task), "", "", "", f"skipped: {task.skipped}"))
+            continue
         try:
             if task.error is not None:
                 raise task.error
-            spec = load_spec(task.spec, task.overrides, device=device)
-            prepared = prepare(spec, arch=args.arch)
-            check_data(spec)
+            prepared = dry_run(task.spec, task.overrides, device, args.arch, binaries.load)
         except CubinrunError as error:
-            if isinstance(error, SpecError):
-                locate(error, task.spec)
             record = RunRecord.failed(task, error)
             codes.append(record.exit_code)
             documents.append(record.to_json())
@@ -439,9 +453,9 @@ def _dry_run_many(tasks, args: LaunchArgs) -> int:
             rows.append((task.spec, _point(task), "", "", "", record.status))
             continue
         codes.append(0)
-        plan = prepared.to_json()
+        # the plan only where it is printed: 100,000 of them held 700 MB
         documents.append({"spec": task.spec, "point": dict(task.point), "exit_code": 0,
-                          "status": "ok", "plan": plan})
+                          "status": "ok", **({"plan": prepared.to_json()} if args.as_json else {})})
         spec = prepared.plan.spec
         rows.append((task.spec, _point(task), prepared.kernel_name, dims(spec.grid),
                      dims(spec.block), "ok"))
@@ -449,22 +463,33 @@ def _dry_run_many(tasks, args: LaunchArgs) -> int:
     if args.as_json:
         print_json({"results": documents, "summary": {"runs": len(tasks), "exit_code": exit_code}})
     else:
-        from rich.markup import escape
-        from rich.table import Table
-        table = Table(show_edge=False, pad_edge=False)
-        for column in ("spec", "point", "kernel", "grid", "block", "status"):
-            table.add_column(column)
-        for row in rows:
-            table.add_row(*(escape(str(c)) for c in row))
+        header = ("spec", "point", "kernel", "grid", "block", "status")
         out = wide_console()
-        out.print(table)
-        out.print(f"{len(tasks)} runs planned, {codes.count(0)} ok; exit {exit_code}")
+        if len(rows) > RICH_TABLE_ROWS:
+            from ..text import plain_table
+            out.file.write(plain_table(header, rows) + "\n")
+        else:
+            from rich.markup import escape
+            from rich.table import Table
+            table = Table(show_edge=False, pad_edge=False)
+            for column in header:
+                table.add_column(column)
+            for row in rows:
+                table.add_row(*(escape(str(c)) for c in row))
+            out.print(table)
+        skipped = sum(1 for d in documents if d["status"] == "skipped")
+        invalid = sum(1 for d in documents if d["status"] == "invalid")
+        ok = sum(1 for d in documents if d["status"] == "ok")
+        out.print(f"{len(tasks)} runs planned, {ok} ok"
+                  + (f", {skipped} skipped by constraints" if skipped else "")
+                  + (f", {invalid} invalid" if invalid else "")
+                  + f"; exit {exit_code}")
     return exit_code
 
 
 def _dry_device(args: LaunchArgs):
     """Device values for a dry run: --props FILE, else --arch's known GPU, else none."""
-    from ..spec.device_values import for_arch, from_props_file, unavailable
+    from ..specfile.device_values import for_arch, from_props_file, unavailable
     if args.props:
         return from_props_file(args.props, args.device)
     return for_arch(args.arch) if args.arch else unavailable()

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from ..errors import EXIT_CUDA, CubinrunError, UsageError
-from ..run import RunOptions
+from ..pipeline.session import RunOptions
 from .devices import check_models, check_workers_per_gpu
 from .expand import RunTask
 from .outcome import RunRecord
@@ -69,7 +69,8 @@ class RayWorker:
     def describe(self) -> dict:
         import socket
 
-        from .. import __version__, driver
+        from .. import __version__
+        from ..gpu import driver
         device = self.runner.open()
         self.tag.update(name=device.name, uuid=driver.device_uuid(device.handle),
                         host=socket.gethostname())
@@ -267,11 +268,11 @@ class RayExecutor:
         saved: dict[int, dict] = {}             # written in input order, as locally
         position = 0
         while position < len(order):
-            while pending and pending[0].error is not None:
+            while pending and not pending[0].runnable:
                 task = pending.popleft()
-                done[task.index] = RunRecord.failed(task, task.error)
+                done[task.index] = RunRecord.not_run(task)
             for actor in self.actors:
-                if pending and pending[0].error is None and actor.ready is None \
+                if pending and pending[0].runnable and actor.ready is None \
                         and actor.task is None:
                     self._send(actor, pending.popleft())
             busy = [a for a in self.actors if a.task is not None]
