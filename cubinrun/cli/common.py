@@ -65,13 +65,7 @@ def console(stderr: bool = False):
 
     from rich.console import Console
 
-    class _Console(Console):
-        def on_broken_pipe(self) -> None:
-            # rich exits with 1 here, the code of a failed check: let the
-            # command decide (launch keeps its run's code, others exit 0).
-            raise BrokenPipeError
-
-    out = _Console(stderr=stderr, highlight=False)
+    out = Console(stderr=stderr, highlight=False)     # stdout is guarded: cli.stdout
     stream = sys.stderr if stderr else sys.stdout
     if not (hasattr(stream, "isatty") and stream.isatty()):
         out.width = UNWRAPPED_WIDTH
@@ -176,13 +170,3 @@ def optional_value(args: list[str], option: str, takes: Callable[[str], bool],
             out.append(f"{option}={default}")
     return out
 
-
-def silence_stdout() -> None:
-    """Point stdout at the null device, so that Python's own flush at exit does
-    not fail again on a closed pipe."""
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
-    except (OSError, ValueError, AttributeError):
-        pass                                # not a real file (a test's capture)

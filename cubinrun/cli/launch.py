@@ -24,7 +24,7 @@ import click
 
 from ..limits import MAX_REPEAT
 from .common import (complete_specs, console, device_option, json_option, optional_value,
-                     set_option, silence_stdout)
+                     set_option)
 from .sanitize import TOOLS, optional_tool
 
 
@@ -327,12 +327,8 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
         if jsonl:
             jsonl.close()
     exit_code = most_severe(r.exit_code for r in records)
-    try:
-        _write_outputs(records, results, exit_code, len(tasks) - len(records),
-                       time.perf_counter() - started, args, single)
-        sys.stdout.flush()
-    except BrokenPipeError:             # the reader left: the runs' exit code still counts
-        silence_stdout()
+    _write_outputs(records, results, exit_code, len(tasks) - len(records),
+                   time.perf_counter() - started, args, single)
     if inline and records[0].exception is not None:
         raise records[0].exception      # one run: the error line exactly as before
     return exit_code
