@@ -207,11 +207,15 @@ def test_plot_errors_are_one_line(capsys, tmp_path, monkeypatch):
     assert code == EXIT_USAGE and "pip install 'cubinrun[plot]'" in err
 
 
-def test_jsonl_appends_to_what_the_file_holds(tmp_path):
+def test_jsonl_is_afresh_and_appends_only_when_asked(tmp_path):
     from cubinrun.results.writers import JsonLines
     path = tmp_path / "all.jsonl"
-    for first in (1, 2):                    # two commands collecting one file
+    for first in (1, 2):                    # two commands writing one file
         lines = JsonLines(str(path))
         lines.write(result(draw(first), point={"N": first}))
         lines.close()
-    assert [r["point"] for r in read_results(path)] == [{"N": 1}, {"N": 2}]
+    assert [r["point"] for r in read_results(path)] == [{"N": 2}]
+    lines = JsonLines(str(path), append=True)   # --append: collecting one file
+    lines.write(result(draw(3), point={"N": 3}))
+    lines.close()
+    assert [r["point"] for r in read_results(path)] == [{"N": 2}, {"N": 3}]

@@ -45,8 +45,8 @@ set_option = click.option("--set", "overrides", multiple=True, metavar="NAME=VAL
                           help="Override a var of the spec (repeatable).")
 json_option = click.option("--json", "as_json", is_flag=True, callback=_json_flag,
                            help="Print one JSON document on stdout and nothing else there.")
-device_option = click.option("--device", type=click.IntRange(0, 2**31 - 1), default=None,
-                             metavar="N",
+ORDINAL = click.IntRange(0, 2**31 - 1)
+device_option = click.option("--device", type=ORDINAL, default=None, metavar="N",
                              help="CUDA device ordinal (default 0).")
 force_option = click.option("--force", is_flag=True, help="Overwrite the -o file if it exists.")
 

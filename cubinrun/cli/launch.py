@@ -44,6 +44,7 @@ class LaunchArgs:
     arch: str | None
     fail_fast: bool
     jsonl: str | None
+    append: bool
     csv: str | None
     markdown: str | None
     junit: str | None
@@ -112,10 +113,12 @@ def optional_address(args: list[str]) -> list[str]:
               "--arch gives a known GPU's.")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first run that does not succeed.")
 @click.option("--jsonl", metavar="PATH", help="Write one result per line as each run ends "
-              "(- for stdout).")
+              "(- for stdout); the file is written afresh.")
+@click.option("--append", is_flag=True, help="Add to what the --jsonl file holds instead "
+              "of writing it afresh.")
 @click.option("--csv", "csv_path", metavar="PATH", help="Write the results as CSV.")
-@click.option("--markdown", metavar="PATH", help="Write a Markdown table (e.g. "
-              "$GITHUB_STEP_SUMMARY).")
+@click.option("--markdown", metavar="PATH", help="Write a Markdown table; "
+              "$GITHUB_STEP_SUMMARY is appended to, as GitHub expects.")
 @click.option("--junit", metavar="PATH", help="Write JUnit XML (check failures and "
               "regressions are failures, spec/build/CUDA errors are errors).")
 @click.option("--samples", is_flag=True, help="Keep every timing sample in the JSON results "
@@ -148,7 +151,7 @@ def optional_address(args: list[str]) -> list[str]:
               "each: an existing cluster (auto, HOST:PORT, ray://HOST:PORT) or, without "
               "ADDRESS, a local one started for the command (needs cubinrun[ray]).")
 def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no_bench,
-           raw_events, arch, props_file, fail_fast, jsonl, csv_path, markdown, junit, samples,
+           raw_events, arch, props_file, fail_fast, jsonl, append, csv_path, markdown, junit, samples,
            plot, baseline, threshold, ignore_device, no_guard, repeat, sanitize, devices,
            workers_per_gpu, mixed_devices, ray):
     """Build the launcher, load the kernel, make the args, launch, check, time.
@@ -158,7 +161,7 @@ def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no
     --devices or --ray)."""
     from ..errors import SpecError
     args = LaunchArgs(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2,
-                      no_bench, raw_events, arch, fail_fast, jsonl, csv_path, markdown, junit,
+                      no_bench, raw_events, arch, fail_fast, jsonl, append, csv_path, markdown, junit,
                       samples, plot, baseline, threshold, ignore_device, props_file,
                       guard=not no_guard, repeat=repeat, sanitize=sanitize, devices=devices,
                       workers_per_gpu=workers_per_gpu, mixed_devices=mixed_devices, ray=ray)
@@ -180,7 +183,8 @@ def _launch(args: LaunchArgs) -> None:
     baseline = _read_baseline(args)
     tasks = expand(args.specs, parse_overrides(args.overrides), args.axes)
     if args.dry_run:
-        return _dry_run(tasks, args)
+        from .dry_run import dry_run
+        sys.exit(dry_run(tasks, args))
     sys.exit(_run(tasks, args, baseline))
 
 
@@ -192,9 +196,10 @@ def _check_outputs(args: LaunchArgs) -> None:
                                             ("--junit", args.junit)) if path == "-"]
     if stdout_files and (args.as_json or args.jsonl == "-" or len(stdout_files) > 1):
         raise UsageError(f"{stdout_files[0]} - : only one output may go to stdout")
-    if args.dry_run and any((args.jsonl, args.csv, args.markdown, args.junit, args.plot,
-                             args.baseline)):
-        raise UsageError("--dry-run writes no result files, plots or comparisons")
+    if args.append and (not args.jsonl or args.jsonl == "-"):
+        raise UsageError("--append adds to a --jsonl file: give --jsonl PATH")
+    if args.dry_run and (args.plot or args.baseline):
+        raise UsageError("--dry-run times nothing: no --plot or --baseline")
     if args.props and not args.dry_run:
         raise UsageError("--props describes a device for --dry-run; a launch reads its device")
     if args.sanitize:
@@ -294,7 +299,7 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
         executor = SanitizerExecutor(args.sanitize, args.device)
     else:
         executor = _executor(tasks, args, options)
-    jsonl = JsonLines(args.jsonl) if args.jsonl else None
+    jsonl = JsonLines(args.jsonl, args.append) if args.jsonl else None
     progress = Progress(len(tasks), enabled=None if not single else False)
     records, results = [], []
     try:
@@ -342,15 +347,9 @@ def _write_outputs(records, results, exit_code, not_run, wall_s, args: LaunchArg
                    single: bool) -> None:
     from .report import print_json, render_result
     from ..results.table import render_summary
-    from ..results.writers import csv_text, json_document, junit_text, markdown_text, \
-        summarize, write_text
+    from ..results.writers import json_document, summarize, write_files
     summary = summarize(results, exit_code, not_run, wall_s)
-    if args.csv:
-        write_text(args.csv, csv_text(results))
-    if args.markdown:
-        write_text(args.markdown, markdown_text(results, summary))
-    if args.junit:
-        write_text(args.junit, junit_text(results, summary))
+    write_files(results, summary, args.csv, args.markdown, args.junit)
     if args.plot:
         from ..results.plot import plot_results
         plot_results(results, args.plot)
@@ -383,89 +382,3 @@ def _print_comparison(compare: dict) -> None:
     if compare.get("reason"):
         text += f"; {compare['reason']}"
     console().print(text, markup=False)
-
-
-def _dry_run(tasks, args: LaunchArgs) -> None:
-    from ..pipeline.prepare import prepare
-    from .report import print_json, render_plan
-    from ..hostdata.dry_checks import check_data
-    from ..specfile import load_spec
-    if len(tasks) == 1:
-        task = tasks[0]
-        if task.error is not None:
-            raise task.error
-        spec = load_spec(task.spec, task.overrides, device=_dry_device(args))
-        prepared = prepare(spec, arch=args.arch)
-        check_data(spec)
-        if args.as_json:
-            print_json(prepared.to_json())
-        else:
-            render_plan(prepared, console())
-        return
-    sys.exit(_dry_run_many(tasks, args))
-
-
-def _dry_run_many(tasks, args: LaunchArgs) -> int:
-    """Every spec and point validated without a GPU: a table (or JSON) and the
-    most severe exit code, so CI on a CPU machine checks a whole folder."""
-    from ..errors import CubinrunError, SpecError
-    from ..pipeline.prepare import prepare
-    from .report import print_json
-    from ..hostdata.dry_checks import check_data
-    from ..runs.outcome import RunRecord, most_severe
-    from ..specfile import load_spec
-    from ..specfile.locate import locate
-    from ..text import dims
-    rows, documents, codes = [], [], []
-    device = _dry_device(args)
-    for task in tasks:
-        try:
-            if task.error is not None:
-                raise task.error
-            spec = load_spec(task.spec, task.overrides, device=device)
-            prepared = prepare(spec, arch=args.arch)
-            check_data(spec)
-        except CubinrunError as error:
-            if isinstance(error, SpecError):
-                locate(error, task.spec)
-            record = RunRecord.failed(task, error)
-            codes.append(record.exit_code)
-            documents.append(record.to_json())
-            sys.stderr.write(record.error_line() + "\n")
-            rows.append((task.spec, _point(task), "", "", "", record.status))
-            continue
-        codes.append(0)
-        plan = prepared.to_json()
-        documents.append({"spec": task.spec, "point": dict(task.point), "exit_code": 0,
-                          "status": "ok", "plan": plan})
-        spec = prepared.plan.spec
-        rows.append((task.spec, _point(task), prepared.kernel_name, dims(spec.grid),
-                     dims(spec.block), "ok"))
-    exit_code = most_severe(codes)
-    if args.as_json:
-        print_json({"results": documents, "summary": {"runs": len(tasks), "exit_code": exit_code}})
-    else:
-        from rich.markup import escape
-        from rich.table import Table
-        table = Table(show_edge=False, pad_edge=False)
-        for column in ("spec", "point", "kernel", "grid", "block", "status"):
-            table.add_column(column)
-        for row in rows:
-            table.add_row(*(escape(str(c)) for c in row))
-        out = wide_console()
-        out.print(table)
-        out.print(f"{len(tasks)} runs planned, {codes.count(0)} ok; exit {exit_code}")
-    return exit_code
-
-
-def _dry_device(args: LaunchArgs):
-    """Device values for a dry run: --props FILE, else --arch's known GPU, else none."""
-    from ..specfile.device_values import for_arch, from_props_file, unavailable
-    if args.props:
-        return from_props_file(args.props, args.device)
-    return for_arch(args.arch) if args.arch else unavailable()
-
-
-def _point(task) -> str:
-    from ..runs.expand import point_text
-    return point_text(task.point)
