@@ -435,7 +435,7 @@ def test_device_ordinals_are_bounded(capsys):
 
 @pytest.mark.parametrize("data, message", [
     (b"[" * 100000, "nested too deeply"),
-    (b'{"kernel": "k", "spec": 5}', "result 1: `spec` should be a string"),
+    (b'{"kernel": "k", "spec": 5}', "r.json:1: `spec` should be a string"),
     (b'{"kernel": "k", "timing": {"median_us": NaN}}', "NaN is not a number JSON allows"),
     (b'{"kernel": "k", "timing": {"median_us": "1"}}', "`timing.median_us` should be a number"),
     (b"\xff\xfe", ":1: not UTF-8 text"),

@@ -153,7 +153,7 @@ def test_reader_takes_every_shape_and_names_a_bad_line(tmp_path):
     with pytest.raises(UsageError, match="bad.jsonl:2: not JSON"):
         read_results(tmp_path / "bad.jsonl")
     (tmp_path / "other.json").write_text("[1, 2]")
-    with pytest.raises(UsageError, match="not cubinrun results"):
+    with pytest.raises(UsageError, match="other.json:1: not a cubinrun result"):
         read_results(tmp_path / "other.json")
 
 

@@ -77,6 +77,16 @@ def complete_specs(ctx, param, incomplete: str) -> list:
     """Shell completion of a SPEC argument: the YAML files and folders that
     start with what was typed (a folder is a valid SPEC for launch, and the way
     to the specs in it). Hidden entries only when a dot was typed."""
+    return _complete_files(incomplete, (".yaml", ".yml"))
+
+
+def complete_results(ctx, param, incomplete: str) -> list:
+    """Shell completion of a results file (compare, plot, --baseline): the
+    JSON and JSON lines files and the folders on the way to them."""
+    return _complete_files(incomplete, (".json", ".jsonl"))
+
+
+def _complete_files(incomplete: str, suffixes: tuple[str, ...]) -> list:
     from click.shell_completion import CompletionItem
     folder, _, start = incomplete.rpartition("/")
     base = Path(folder + "/" if folder or incomplete.startswith("/") else ".")
@@ -92,7 +102,7 @@ def complete_specs(ctx, param, incomplete: str) -> list:
         typed = f"{folder}/{name}" if folder or incomplete.startswith("/") else name
         if entry.is_dir():
             out.append(CompletionItem(typed + "/"))
-        elif entry.suffix in (".yaml", ".yml"):
+        elif entry.suffix in suffixes:
             out.append(CompletionItem(typed))
     return out
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import click
 
 from ..limits import MAX_REPEAT
-from .common import (complete_specs, console, device_option, json_option, optional_value,
+from .common import (complete_results, complete_specs, console, device_option, json_option, optional_value,
                      set_option)
 from .sanitize import TOOLS, optional_tool
 
@@ -125,7 +125,7 @@ def optional_address(args: list[str]) -> list[str]:
               "(timing.samples_us), for compare's rank test.")
 @click.option("--plot", metavar="PATH", help="Plot the sweep to PATH.png or PATH.svg "
               "(needs cubinrun[plot]).")
-@click.option("--baseline", metavar="FILE", help="Compare each run with FILE's (JSON or JSONL) "
+@click.option("--baseline", metavar="FILE", shell_complete=complete_results, help="Compare each run with FILE's (JSON or JSONL) "
               "as it ends; exit 5 when one is SLOWER.")
 @click.option("--threshold", default="3%", show_default=True, metavar="PCT",
               help="With --baseline: the smallest change that counts.")
@@ -274,9 +274,10 @@ def _read_baseline(args: LaunchArgs):
     if not args.baseline:
         return None
     from ..results.compare import Baseline, parse_threshold
-    from ..results.reader import read_results
-    return Baseline(read_results(args.baseline), parse_threshold(args.threshold),
-                    args.ignore_device)
+    from ..results.reader import read_results, refuse_duplicates
+    results = read_results(args.baseline)
+    refuse_duplicates(results, args.baseline)
+    return Baseline(results, parse_threshold(args.threshold), args.ignore_device)
 
 
 def _run(tasks, args: LaunchArgs, baseline) -> int:

@@ -17,8 +17,9 @@ if TYPE_CHECKING:
 
 def print_json(document: dict) -> None:
     """One JSON document on stdout; NaN and infinities become null (valid JSON)."""
-    json.dump(_finite(document), sys.stdout, indent=2)
-    sys.stdout.write("\n")
+    # One write: json.dump writes each token separately, a million writes for
+    # a compare of 100 000 runs.
+    sys.stdout.write(json.dumps(_finite(document), indent=2) + "\n")
 
 
 def _finite(value: Any) -> Any:

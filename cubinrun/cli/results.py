@@ -6,39 +6,51 @@ import sys
 
 import click
 
-from .common import console, json_option
+from .common import complete_results, console, json_option
+
+TABLE_ROWS = 1000               # compare's table; --json has every run
 
 
 @click.command()
-@click.argument("baseline", metavar="BASELINE")
-@click.argument("new", metavar="NEW")
+@click.argument("baseline", metavar="BASELINE", shell_complete=complete_results)
+@click.argument("new", metavar="NEW", shell_complete=complete_results)
 @click.option("--threshold", default="3%", show_default=True, metavar="PCT",
               help="The smallest change that counts as FASTER or SLOWER (3% or 0.03).")
 @click.option("--ignore-device", is_flag=True, help="Compare results from different GPU models.")
+@click.option("--strict", is_flag=True, help="Also exit 5 when a run is MISSING from NEW or "
+              "failed there (an error, a failed check, no timing).")
 @json_option
-def compare(baseline, new, threshold, ignore_device, as_json):
+def compare(baseline, new, threshold, ignore_device, strict, as_json):
     """Compare two result files (launch --json or --jsonl): SAME, FASTER, SLOWER or
     AMBIGUOUS per run; exit 5 when any is SLOWER."""
     from ..errors import EXIT_OK, EXIT_REGRESSION
-    from ..results.compare import compare_results, parse_threshold
-    from ..results.reader import read_results
+    from ..results.compare import compare_results, parse_threshold, strict_failures
+    from ..results.reader import read_results, refuse_duplicates
     fraction = parse_threshold(threshold)
-    comparisons = compare_results(read_results(baseline), read_results(new), fraction,
-                                  ignore_device)
+    sides = []
+    for path in (baseline, new):
+        results = read_results(path)
+        refuse_duplicates(results, path)
+        sides.append(results)
+    comparisons = compare_results(*sides, fraction, ignore_device)
     counts: dict[str, int] = {}
     for c in comparisons:
         counts[c.verdict] = counts.get(c.verdict, 0) + 1
-    code = EXIT_REGRESSION if counts.get("SLOWER") else EXIT_OK
+    failures = len(strict_failures(comparisons)) if strict else 0
+    code = EXIT_REGRESSION if counts.get("SLOWER") or failures else EXIT_OK
     if as_json:
         from .report import print_json
+        summary = {"verdicts": counts, "exit_code": code}
+        if strict:
+            summary["strict_failures"] = failures
         print_json({"threshold": fraction, "comparisons": [c.to_json() for c in comparisons],
-                    "summary": {"verdicts": counts, "exit_code": code}})
+                    "summary": summary})
     else:
-        _render(comparisons, counts, code)
+        _render(comparisons, counts, code, failures if strict else None)
     sys.exit(code)
 
 
-def _render(comparisons, counts, code) -> None:
+def _render(comparisons, counts, code, failures: int | None) -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -49,11 +61,14 @@ def _render(comparisons, counts, code) -> None:
                    "verdict"):
         table.add_column(column, justify="left" if column in ("spec", "point", "verdict")
                          else "right")
-    for c in comparisons:
+    shown = _shown(comparisons)
+    for c in shown:
         interval = (f"{c.low:.3f}-{c.high:.3f}" if c.low is not None and c.high is not None
                     else "")
         style = VERDICT_STYLE.get(c.verdict, "")
         verdict = escape(c.verdict) + (f" [dim]({escape(c.reason)})[/dim]" if c.reason else "")
+        if failures is not None and c.new_failed:
+            verdict += " [bold red]failed in NEW[/bold red]"
         table.add_row(escape(c.spec or c.kernel or "?"), escape(point_text(c.point)),
                       number(c.baseline_us), number(c.new_us),
                       "" if c.ratio is None else f"{c.ratio:.3f}", interval,
@@ -61,11 +76,28 @@ def _render(comparisons, counts, code) -> None:
                       f"[{style}]{verdict}[/{style}]" if style else verdict)
     out = console()
     out.print(table)
-    out.print(", ".join(f"{n} {verdict}" for verdict, n in counts.items()) + f"; exit {code}")
+    if len(shown) < len(comparisons):
+        out.print(f"{len(comparisons) - len(shown)} more not shown, SAME first "
+                  "(--json lists every run)")
+    strict = f"; --strict: {failures} missing or failed" if failures is not None else ""
+    out.print(", ".join(f"{n} {verdict}" for verdict, n in counts.items()) + strict +
+              f"; exit {code}")
+
+
+def _shown(comparisons: list) -> list:
+    """The rows of the table: all of them, or past TABLE_ROWS those that are
+    not SAME first, in order (a table of 100 000 rows takes minutes to draw)."""
+    if len(comparisons) <= TABLE_ROWS:
+        return comparisons
+    keep = [c for c in comparisons if c.verdict != "SAME"][:TABLE_ROWS]
+    keep += [c for c in comparisons if c.verdict == "SAME"][:TABLE_ROWS - len(keep)]
+    chosen = {id(c) for c in keep}
+    return [c for c in comparisons if id(c) in chosen]
 
 
 @click.command()
-@click.argument("results", metavar="RESULTS...", nargs=-1, required=True)
+@click.argument("results", metavar="RESULTS...", nargs=-1, required=True,
+                shell_complete=complete_results)
 @click.option("-o", "--output", required=True, metavar="PATH",
               help="The plot: PATH.png or PATH.svg.")
 @click.option("--x", "x_var", metavar="VAR", help="The var on the x axis (default: the first "
@@ -74,8 +106,21 @@ def plot(results, output, x_var):
     """Plot time and throughput against a swept var from saved results (needs
     cubinrun[plot])."""
     from ..results.plot import check_path, plot_results, require_matplotlib
-    from ..results.reader import read_many
+    from ..results.reader import read_results
     check_path(output)
     require_matplotlib()
-    plot_results(read_many(results), output, x_var)
+    runs, sources = [], []
+    for path, label in zip(results, _file_labels(results)):
+        found = read_results(path)
+        runs += found
+        sources += [label] * len(found)
+    plot_results(runs, output, x_var, sources if len(results) > 1 else None)
     sys.stderr.write(f"wrote {output}\n")
+
+
+def _file_labels(paths) -> list[str]:
+    """How each file is named in a plot's legend: its name without the suffix,
+    or its whole path when two files share a name."""
+    from pathlib import Path
+    stems = [Path(p).stem for p in paths]
+    return [stem if stems.count(stem) == 1 else str(p) for p, stem in zip(paths, stems)]
