@@ -145,15 +145,16 @@ def one_run(spec_path: str, overrides: tuple[str, ...], device: int | None):
     come from device `device` (0), read only if the spec names one."""
     from ..errors import UsageError
     from ..gpu.props import device_values_of
-    from ..runs.expand import expand, point_text
+    from ..runs.expand import expand
     from ..specfile import load_spec, parse_overrides
     tasks = expand([spec_path], parse_overrides(overrides))
     task = tasks[0]
     if task.error is not None:
         raise task.error
     if len(tasks) > 1:
+        example = " ".join(f"--set {name}={value}" for name, value in task.point.items())
         raise UsageError(f"{spec_path}: its sweep has {len(tasks)} points and this command runs "
-                         f"one: pick it with --set (e.g. {point_text(task.point)})")
+                         f"one: pick it with --set (e.g. {example})")
     spec = load_spec(spec_path, task.overrides, device=device_values_of(device or 0))
     return spec, tuple(f"{k}={v}" for k, v in task.overrides.items())
 

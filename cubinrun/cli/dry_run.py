@@ -76,7 +76,7 @@ def _plan(task, args, device) -> _Outcome:
     try:
         if task.error is not None:
             raise task.error
-        spec = load_spec(task.spec, task.overrides, device=device)
+        spec = load_spec(task.spec, task.overrides, device=device, swept=tuple(task.point))
         prepared = prepare(spec, arch=args.arch)
         check_data(spec)
     except CubinrunError as error:

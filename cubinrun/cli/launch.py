@@ -159,7 +159,8 @@ def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no
     SPEC may be several spec files and folders (their *.yaml); every spec and
     every point of its sweep runs, with CUDA started once (per worker with
     --devices or --ray)."""
-    from ..errors import SpecError
+    from ..errors import CudaError, SpecError
+    from ..runs.outcome import NO_GPU_HINT, no_gpu
     args = LaunchArgs(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2,
                       no_bench, raw_events, arch, fail_fast, jsonl, append, csv_path, markdown, junit,
                       samples, plot, baseline, threshold, ignore_device, props_file,
@@ -172,6 +173,10 @@ def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no
             raise
         from ..specfile.locate import locate
         raise locate(error, specs[0]) from None
+    except CudaError as error:
+        if not no_gpu(error):
+            raise
+        raise CudaError(f"{error}; {NO_GPU_HINT}", call=error.call) from None
 
 
 def _launch(args: LaunchArgs) -> None:
@@ -303,6 +308,7 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
     jsonl = JsonLines(args.jsonl, args.append) if args.jsonl else None
     progress = Progress(len(tasks), enabled=None if not single else False)
     records, results = [], []
+    said_no_gpu = False
     try:
         for note in _notes(executor, options):
             progress.print(f"note: {note}")
@@ -323,10 +329,12 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
             progress.advance()
             if position + 1 < len(tasks):
                 progress.running(tasks[position + 1].label)
-            if record.error and not inline:
+            if record.error and not inline and not (record.no_gpu and said_no_gpu):
                 if record.log and record.error_type == "internal":
                     progress.print(record.log.rstrip())
-                progress.print(record.error_line())
+                progress.print(_no_gpu_line(record, len(tasks)) if record.no_gpu
+                               else record.error_line())
+                said_no_gpu = said_no_gpu or record.no_gpu
     finally:
         progress.close()
         executor.close()
@@ -338,6 +346,13 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
     if inline and records[0].exception is not None:
         raise records[0].exception      # one run: the error line exactly as before
     return exit_code
+
+
+def _no_gpu_line(record, runs: int) -> str:
+    """No driver or device: said once for the whole command, not once a run."""
+    from ..runs.outcome import NO_GPU_HINT
+    every = f" (the same for all {runs} runs)" if runs > 1 else ""
+    return f"error: {record.error}{every}; {NO_GPU_HINT}"
 
 
 def _stopper(fail_fast: bool):

@@ -13,7 +13,7 @@ from .common import complete_specs, set_option
               type=click.Path(file_okay=False), help="Folder to write the reproducer into.")
 @set_option
 @click.option("--arch", metavar="SM", help="Target for compiling source:/ptx: kernels "
-              "(default: device 0's).")
+              "(default: kernel.arch in the spec, else device 0's).")
 def repro(spec_path, folder, overrides, arch):
     """Write a reproducer: the cubin, the inputs, the expected outputs, one C
     file that launches the kernel through the driver API with cubinrun's exact
@@ -29,7 +29,7 @@ def repro(spec_path, folder, overrides, arch):
     try:
         spec, _ = one_run(spec_path, overrides, None)
         if needs_device_target(spec) and arch is None:
-            arch = current_arch()
+            arch = spec.kernel.arch or current_arch()   # kernel.arch names it without a GPU
         written = write_repro(load_kernel_for_repro(spec, arch), Path(folder))
     except SpecError as error:
         from ..specfile.locate import locate

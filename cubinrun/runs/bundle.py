@@ -65,7 +65,7 @@ def _load(task: RunTask):
     from ..specfile.device_values import KNOWN_GPUS, for_arch
     for device in (None, *map(for_arch, KNOWN_GPUS)):
         try:
-            return load_spec(task.spec, task.overrides, device=device)
+            return load_spec(task.spec, task.overrides, device=device, swept=tuple(task.point))
         except CubinrunError:
             continue
     return None

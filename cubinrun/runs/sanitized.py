@@ -74,7 +74,8 @@ class SanitizerExecutor:
         from ..specfile import load_spec
         if self._device_values is None:
             self._device_values = device_values_of(self.device or 0)
-        spec = load_spec(task.spec, task.overrides, device=self._device_values)
+        spec = load_spec(task.spec, task.overrides, device=self._device_values,
+                         swept=tuple(task.point))
         check_data(spec)
         if spec.kernel.name:
             return spec.kernel.name

@@ -90,7 +90,7 @@ class Runner:
         from ..specfile import load_spec
         from ..specfile.device_values import DeviceValues
         device_values = DeviceValues(self._device_values, f"device {self.ordinal}")
-        spec = load_spec(task.spec, task.overrides, device=device_values)
+        spec = load_spec(task.spec, task.overrides, device=device_values, swept=tuple(task.point))
         check_plan(make_plan(spec))         # what the binary was compiled for, before its data
         check_data(spec)                    # a bad check.expect is found before the launch
         if self.session is None:

@@ -40,15 +40,27 @@ MAX_CLUSTER_SIZE = 16
 
 
 def load_spec(path: str | Path, overrides: Mapping[str, str] | None = None,
-              device: DeviceValues | None = None) -> Spec:
+              device: DeviceValues | None = None, swept: Sequence[str] = ()) -> Spec:
     """Read and validate a spec file; `overrides` are `--set NAME=VALUE` pairs;
-    `device` gives `sm_count` and the other device values (none by default)."""
+    `device` gives `sm_count` and the other device values (none by default).
+    Overrides named in `swept` come from a sweep's point (sweep: or --axis) and
+    are called so in messages, not `--set`."""
     path = Path(path)
     tree = load_yaml_file(path)
     try:
-        return _SpecBuilder(path, tree, overrides or {}, device or unavailable()).build()
+        return _SpecBuilder(path, tree, overrides or {}, device or unavailable(),
+                            swept).build()
     except SpecError as exc:
         raise locate(exc, path, tree) from None
+
+
+def colon_hint(value: Any, keys: Sequence[str] | None = None) -> str:
+    """For a mapping that came out a string (`N 1024` under `vars:`): the key
+    whose colon is missing, as a hint to add to the message; else ''."""
+    words = value.split() if isinstance(value, str) else []
+    if len(words) > 1 and words[0].isidentifier() and (keys is None or words[0] in keys):
+        return f" ({words[0]!r} without its ':'?)"
+    return ""
 
 
 def parse_overrides(pairs: Sequence[str]) -> dict[str, str]:
@@ -65,10 +77,11 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, str]:
 
 class _SpecBuilder:
     def __init__(self, path: Path, tree: Any, overrides: Mapping[str, str],
-                 device: DeviceValues):
+                 device: DeviceValues, swept: Sequence[str] = ()):
         self.path = path
         self.base = path.parent
         self.overrides = overrides
+        self.swept = set(swept)
         self.device = device
         if not isinstance(tree, dict):
             raise SpecError("the spec must be a YAML mapping", line=getattr(tree, "line", None))
@@ -89,7 +102,8 @@ class _SpecBuilder:
     def mapping(self, value: Any, field: str, parent: Any, key: Any,
                 allowed: Sequence[str], required: Sequence[str] = ()) -> LocatedDict:
         if not isinstance(value, dict):
-            raise self.error(f"must be a mapping, got {_kind(value)}", field, parent, key)
+            raise self.error(f"must be a mapping, got {_kind(value)}{colon_hint(value, allowed)}",
+                             field, parent, key)
         for k in value:
             if k not in allowed:
                 raise self.error(f"unknown key {excerpt(k)} (expected one of: {', '.join(allowed)})",
@@ -492,7 +506,8 @@ class _Names:
         t = builder.tree
         node = t.get("vars", LocatedDict())
         if not isinstance(node, dict):
-            raise builder.error("must be a mapping of name to number or expression", "vars", t, "vars")
+            raise builder.error("must be a mapping of name to number or expression"
+                                + colon_hint(node), "vars", t, "vars")
         self.var_node = node
         self.raw: dict[str, tuple[Any, str, Any, Any]] = {}   # name -> (value, field, parent, key)
         for name, value in node.items():
@@ -503,7 +518,8 @@ class _Names:
             if name not in self.raw:
                 known = shorten(", ".join(self.raw) or "none", 200)
                 raise SpecError(f"--set {name}: no such var (vars: {known})")
-            self.raw[name] = (value, f"--set {name}", None, None)
+            origin = f"the swept {name}" if name in builder.swept else f"--set {name}"
+            self.raw[name] = (value, origin, None, None)
         self.var_names = list(self.raw)
         self.scalar_types: dict[str, ElementType] = {}
         args = t.get("args", LocatedDict())
