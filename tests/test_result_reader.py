@@ -183,3 +183,18 @@ def test_an_error_in_a_new_run_not_in_the_baseline_is_a_strict_failure(capsys, t
         "spec": "z.yaml", "kernel": None, "point": {}, "exit_code": 3, "status": "build error"}])
     assert run(capsys, "compare", base, new)[0] == 0
     assert run(capsys, "compare", "--strict", base, new)[0] == 5
+
+
+def test_long_tables_show_the_unusual_rows_first(capsys, tmp_path):
+    from cubinrun.results.table import TABLE_ROWS, rows_to_show
+    items = list(range(TABLE_ROWS + 500))
+    shown = rows_to_show(items, lambda i: i != TABLE_ROWS + 400)
+    assert len(shown) == TABLE_ROWS and shown[-1] == TABLE_ROWS + 400 and shown[0] == 0
+    assert rows_to_show(items[:10], lambda i: True) == items[:10]
+    runs = TABLE_ROWS + 200
+    base = jsonl(tmp_path / "base.jsonl", [timed(point={"N": n}) for n in range(runs)])
+    new = jsonl(tmp_path / "new.jsonl", [timed(20.0 if n == runs - 1 else 10.0, point={"N": n})
+                                         for n in range(runs)])
+    code, out, _ = run(capsys, "compare", base, new)
+    assert code == 5 and f"N={runs - 1}" in out and "SLOWER" in out
+    assert "200 more runs not shown (the result files and --json list every run)" in out

@@ -96,13 +96,15 @@ def _table(outcomes, summary: dict) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from ..results.table import not_shown, rows_to_show
     from ..results.writers import headline
     from ..runs.expand import point_text
     from ..text import dims
     table = Table(show_edge=False, pad_edge=False)
     for column in ("spec", "point", "kernel", "grid", "block", "status"):
         table.add_column(column)
-    for outcome in outcomes:
+    shown = rows_to_show(outcomes, lambda o: o.prepared is not None)
+    for outcome in shown:
         task, prepared = outcome.record.task, outcome.prepared
         if prepared is None:
             cells = (task.spec, point_text(task.point), "", "", "", outcome.record.status)
@@ -113,6 +115,8 @@ def _table(outcomes, summary: dict) -> None:
         table.add_row(*(escape(str(c)) for c in cells))
     out = console()
     out.print(table)
+    if note := not_shown(len(shown), len(outcomes)):
+        out.print(note)
     out.print(headline(summary))
 
 

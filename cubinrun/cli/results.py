@@ -8,8 +8,6 @@ import click
 
 from .common import complete_results, console, json_option
 
-TABLE_ROWS = 1000               # compare's table; --json has every run
-
 
 @click.command()
 @click.argument("baseline", metavar="BASELINE", shell_complete=complete_results)
@@ -55,13 +53,13 @@ def _render(comparisons, counts, code, failures: int | None) -> None:
     from rich.table import Table
 
     from ..results.rows import number, point_text
-    from ..results.table import VERDICT_STYLE
+    from ..results.table import VERDICT_STYLE, not_shown, rows_to_show
     table = Table(show_edge=False, pad_edge=False)
     for column in ("spec", "point", "baseline µs", "new µs", "ratio", "95% interval", "p",
                    "verdict"):
         table.add_column(column, justify="left" if column in ("spec", "point", "verdict")
                          else "right")
-    shown = _shown(comparisons)
+    shown = rows_to_show(comparisons, lambda c: c.verdict == "SAME")
     for c in shown:
         interval = (f"{c.low:.3f}-{c.high:.3f}" if c.low is not None and c.high is not None
                     else "")
@@ -76,23 +74,11 @@ def _render(comparisons, counts, code, failures: int | None) -> None:
                       f"[{style}]{verdict}[/{style}]" if style else verdict)
     out = console()
     out.print(table)
-    if len(shown) < len(comparisons):
-        out.print(f"{len(comparisons) - len(shown)} more not shown, SAME first "
-                  "(--json lists every run)")
+    if note := not_shown(len(shown), len(comparisons)):
+        out.print(note)
     strict = f"; --strict: {failures} missing or failed" if failures is not None else ""
     out.print(", ".join(f"{n} {verdict}" for verdict, n in counts.items()) + strict +
               f"; exit {code}")
-
-
-def _shown(comparisons: list) -> list:
-    """The rows of the table: all of them, or past TABLE_ROWS those that are
-    not SAME first, in order (a table of 100 000 rows takes minutes to draw)."""
-    if len(comparisons) <= TABLE_ROWS:
-        return comparisons
-    keep = [c for c in comparisons if c.verdict != "SAME"][:TABLE_ROWS]
-    keep += [c for c in comparisons if c.verdict == "SAME"][:TABLE_ROWS - len(keep)]
-    chosen = {id(c) for c in keep}
-    return [c for c in comparisons if id(c) in chosen]
 
 
 @click.command()

@@ -1,12 +1,36 @@
 """The table at the end of a multi-run command (stdout): spec, point, median,
 throughput, % of peak, check, status, and the baseline verdict when there is
-one; then a one-line summary."""
+one; then a one-line summary.
+
+A table of many thousand rows takes rich minutes to draw and no one reads it:
+past TABLE_ROWS rows, the unusual ones (errors, failures, verdicts that are
+not SAME) are shown first and the rest counted; the result files and --json
+hold every run."""
 from __future__ import annotations
 
 from .rows import device_labels, number, percent, row
 from .writers import headline
 
 VERDICT_STYLE = {"SAME": "", "FASTER": "green", "SLOWER": "bold red", "AMBIGUOUS": "yellow"}
+TABLE_ROWS = 1000
+
+
+def rows_to_show(items: list, usual) -> list:
+    """Every item, or past TABLE_ROWS those that are not `usual(item)` first,
+    then usual ones up to the limit, in their order."""
+    if len(items) <= TABLE_ROWS:
+        return items
+    keep = [item for item in items if not usual(item)][:TABLE_ROWS]
+    keep += [item for item in items if usual(item)][:TABLE_ROWS - len(keep)]
+    chosen = {id(item) for item in keep}
+    return [item for item in items if id(item) in chosen]
+
+
+def not_shown(shown: int, total: int) -> str | None:
+    """The line under a table that left rows out."""
+    if shown == total:
+        return None
+    return f"{total - shown} more runs not shown (the result files and --json list every run)"
 
 
 def render_summary(results: list[dict], summary: dict, console) -> None:
@@ -24,7 +48,12 @@ def render_summary(results: list[dict], summary: dict, console) -> None:
     gpus = device_labels(results)
     if gpus:
         table.add_column("gpu")
+    shown = rows_to_show(results, lambda r: r.get("exit_code") == 0 and
+                         (r.get("compare") or {}).get("verdict") in (None, "SAME"))
+    chosen = {id(r) for r in shown}
     for position, result in enumerate(results):
+        if id(result) not in chosen:
+            continue
         flat = row(result)
         status = flat["status"]
         style = "" if status == "ok" else "red"
@@ -43,4 +72,6 @@ def render_summary(results: list[dict], summary: dict, console) -> None:
             cells.append(escape(gpus[position]))
         table.add_row(*cells)
     console.print(table)
+    if note := not_shown(len(shown), len(results)):
+        console.print(note)
     console.print(headline(summary))
