@@ -126,3 +126,13 @@ def test_a_dry_run_times_nothing(capsys, tmp_path):
     for flag in ("--plot", "--baseline"):
         code, _, err = run(capsys, "launch", "--dry-run", VECTOR_ADD, flag, tmp_path / "x.png")
         assert code == 2 and "--dry-run times nothing" in err
+
+
+def test_the_docs_agree_on_exit_codes_and_props(capsys):
+    docs = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    for page in docs:
+        text = page.read_text()
+        assert "(0-4)" not in text and "0-4 " not in text, page      # 5 is a regression
+        assert "appended and flushed" not in text, page              # JSONL is afresh
+    code, out, _ = run(capsys, "props", "--help")
+    assert code == 0 and "(default: every device)" in out
