@@ -102,11 +102,11 @@ class InProcess:
 
     def __init__(self, spec_path: Path, n: int | None):
         from cubinrun.gpu import driver
-        from cubinrun.pipeline.session import make_ready
-        from cubinrun.specfile import load_spec
+        from cubinrun.pipeline.prepare import plan_spec
+        from cubinrun.pipeline.session import Session, make_ready
         self.device = driver.open_device(0)
         overrides = {"N": str(n)} if n is not None else {}
-        self.ready = make_ready(load_spec(spec_path, overrides), self.device)
+        self.ready = make_ready(plan_spec(spec_path, overrides), Session(self.device))
         self.stream = driver.create_stream()
 
     def sampler(self, l2: str, write_flush: bool = False, rep_ms: float = 100.0,
@@ -180,15 +180,15 @@ def nvbench_child(sizes: list[int], json_path: str) -> None:
     import cuda.bench as bench
 
     from cubinrun.gpu import driver
-    from cubinrun.pipeline.session import make_ready
-    from cubinrun.specfile import load_spec
-    device = driver.open_device(0)          # the primary context, which nvbench's runtime shares
+    from cubinrun.pipeline.prepare import plan_spec
+    from cubinrun.pipeline.session import Session, make_ready
+    session = Session(driver.open_device(0))  # the primary context, which nvbench's runtime shares
     readies = {}
 
     def vector_add(state) -> None:
         n = state.get_int64("N")
         if n not in readies:
-            readies[n] = make_ready(load_spec(SPEC, {"N": str(n)}), device)
+            readies[n] = make_ready(plan_spec(SPEC, {"N": str(n)}), session)
         ready = readies[n]
         state.add_element_count(n)
         state.add_global_memory_reads(8 * n)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 from fakecuda import fake_driver_env
 from fakecuda.device import FakeDevice
 
-from cubinrun.plan import capacity
+from cubinrun.gpu import capacity
 from cubinrun.hostdata import check, values as hostdata
 from cubinrun.gpu import driver, transfer
 from cubinrun.gpu.buffers import make_host_arrays
@@ -314,6 +315,22 @@ def test_saved_outputs_are_what_np_save_writes(vector_add, tmp_path, capsys):
     assert saved.read_bytes() == expected.read_bytes()
 
 
+def test_save_replaces_a_link_and_leaves_its_target(vector_add, tmp_path, capsys):
+    """`save:` never writes through a link planted at its path (issue 24)."""
+    if os.name == "nt":
+        pytest.skip("POSIX only: symlinks need a privilege on Windows")
+    victim = tmp_path / "victim"
+    victim.write_text("not cubinrun's")
+    (tmp_path / "out.npy").symlink_to(victim)
+    path = vector_add_copy(tmp_path)
+    path.write_text(path.read_text().replace(
+        "out: {shape: [N], init: zeros}", f"out: {{shape: [N], init: zeros, save: {tmp_path}/out.npy}}"))
+    code, _, err = run_cli(capsys, "launch", "--no-bench", path, "--set", "N=4096")
+    assert code == 0, err
+    assert victim.read_text() == "not cubinrun's" and not (tmp_path / "out.npy").is_symlink()
+    assert np.load(tmp_path / "out.npy").shape == (4096,)
+
+
 def test_a_spec_that_cannot_fit_the_host_is_refused_first(device, monkeypatch, tmp_path, capsys):
     # random integers are drawn in one call and kept whole: 4e8 bytes of them
     text = vector_add_copy(tmp_path).read_text().replace("init: zeros", "init: {random: uniform}")
@@ -411,16 +428,15 @@ def test_a_cold_budget_pays_for_the_flush_too(device, capsys):
 def test_runs_of_one_session_share_the_pinned_staging_slots(device):
     """Pinning costs milliseconds per MiB: a session keeps its slots from run to
     run and makes bigger ones only for a bigger buffer."""
-    from cubinrun.pipeline.session import RunOptions, Session, run_spec
-    from cubinrun.specfile import load_spec
-    session = Session(driver.open_device(0))
-    options = RunOptions(bench=False, progress=False)
+    from cubinrun.pipeline.result import RunOptions
+    from cubinrun.pipeline.session import run_spec
+    from cubinrun.runs.worker import Runner
+    runner = Runner(0, RunOptions(bench=False, progress=False))
     try:
         for n in (4096, 8192, 4096):
-            run_spec(load_spec(CONFIGS / "vector_add.yaml", {"N": str(n)}), options,
-                     session=session)
+            run_spec(CONFIGS / "vector_add.yaml", {"N": str(n)}, runner.options, runner)
         assert device.calls.count("cuMemHostAlloc") == 8        # 4 slots, then 4 bigger
         assert device.calls.count("cuMemFreeHost") == 4
     finally:
-        session.close()
+        runner.close()
     assert device.calls.count("cuMemFreeHost") == 8

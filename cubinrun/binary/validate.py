@@ -7,7 +7,7 @@ trailing scratch pointers included), a struct's alignment against its offset,
 the arch against the device, the block against the kernel's bounds, the
 cluster against a compiled-in one and the dynamic shared memory against what
 the target arch allows a block (the driver's own figure replaces the table
-once a device is open, kernel.py).
+once a device is open, gpu/kernel.py).
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What the cache holds, by kind: listed (`cubinrun cache info`), cleared
-(`cubinrun cache clear`) and pruned (entries unused for a month, see cache.py).
+(`cubinrun cache clear`) and pruned (entries unused for a month, see folders.py).
 
 Only files cubinrun itself names are touched, in the kind folders of the cache
 root (launchers/, nvrtc/, nvjitlink/, cubins/): the root may be any folder a
@@ -57,6 +57,8 @@ class Entry:
 def entries(root: Path, kind: Kind) -> list[Entry]:
     """The entries of one kind (none when its folder is missing or unreadable)."""
     found: dict[str, Entry] = {}
+    if os.path.islink(root / kind.name):
+        return []                   # another folder: never listed or emptied through a link
     try:
         listing = list(os.scandir(root / kind.name))
     except OSError:

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from ..platform import WINDOWS
 from .common import console, json_option
 
 _NAMES = {"launchers": ("launcher", "launchers"), "nvrtc": ("NVRTC cubin", "NVRTC cubins"),
@@ -103,6 +104,6 @@ def _report(root, removal, as_json: bool, verb: str) -> None:
         path, why = removal.kept[0]
         more = f" and {len(removal.kept) - 1} more" if len(removal.kept) > 1 else ""
         hint = ("; a launcher that a running cubinrun has loaded stays until that process "
-                "ends" if sys.platform == "win32" else "")
+                "ends" if WINDOWS else "")
         sys.stderr.write(f"kept {len(removal.kept)} file{'s' * (len(removal.kept) > 1)} that "
                          f"could not be removed: {path} ({why}){more}{hint}\n")

@@ -126,27 +126,25 @@ def current_arch() -> str:
         raise UsageError(f"no GPU to target ({exc}); pass --arch, e.g. --arch sm_90") from None
 
 
-def write_output(path: str, text: str, force: bool) -> None:
-    """`-o FILE`: a file that exists is kept unless --force; failures are one line."""
-    from ..errors import UsageError
-    try:
-        with open(path, "w" if force else "x", encoding="utf-8") as f:
-            f.write(text)
-    except FileExistsError:
-        raise UsageError(f"{path} exists; pass --force to overwrite it") from None
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+def write_output(path, data: str | bytes, force: bool, option: str = "-o",
+                 mode: int = 0o666) -> None:
+    """`-o FILE`, the one rule: a regular file, never written through a link,
+    an existing one kept unless --force (files.py); then one "wrote" line."""
+    from ..files import write_output as write_file
+    out = write_file(path, data, force, option, mode)
+    sys.stderr.write(f"wrote {out}\n")
 
 
 def one_run(spec_path: str, overrides: tuple[str, ...], device: int | None):
     """The spec at exactly one point, for commands that run or write one launch
-    (profile, repro): (Spec, its overrides as NAME=VALUE words). A spec whose
+    (profile, repro): (its plan, its overrides as NAME=VALUE words). A spec whose
     sweep has several points is a usage error asking for --set; device values
     come from device `device` (0), read only if the spec names one."""
     from ..errors import UsageError
     from ..gpu.props import device_values_of
+    from ..pipeline.prepare import plan_spec
     from ..runs.expand import expand
-    from ..specfile import load_spec, parse_overrides
+    from ..specfile import parse_overrides
     tasks = expand([spec_path], parse_overrides(overrides))
     task = tasks[0]
     if task.error is not None:
@@ -155,8 +153,8 @@ def one_run(spec_path: str, overrides: tuple[str, ...], device: int | None):
         example = " ".join(f"--set {name}={value}" for name, value in task.point.items())
         raise UsageError(f"{spec_path}: its sweep has {len(tasks)} points and this command runs "
                          f"one: pick it with --set (e.g. {example})")
-    spec = load_spec(spec_path, task.overrides, device=device_values_of(device or 0))
-    return spec, tuple(f"{k}={v}" for k, v in task.overrides.items())
+    plan = plan_spec(spec_path, task.overrides, device_values_of(device or 0))
+    return plan, tuple(f"{k}={v}" for k, v in task.overrides.items())
 
 
 def optional_value(args: list[str], option: str, takes: Callable[[str], bool],

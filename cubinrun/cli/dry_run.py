@@ -65,23 +65,16 @@ class _Outcome:
 
 
 def _plan(task, args, device) -> _Outcome:
-    """Load, prepare and check one task's data; its result document."""
-    from ..errors import CubinrunError, SpecError
-    from ..hostdata.dry_checks import check_data
-    from ..pipeline.prepare import prepare
+    """Everything a launch does without a GPU for one task; its result document."""
+    from ..errors import CubinrunError
+    from ..pipeline.prepare import dry_run as plan_and_prepare
     from ..runs.outcome import RunRecord
-    from ..specfile import load_spec
-    from ..specfile.locate import locate
     started = time.perf_counter()
     try:
         if task.error is not None:
             raise task.error
-        spec = load_spec(task.spec, task.overrides, device=device, swept=tuple(task.point))
-        prepared = prepare(spec, arch=args.arch)
-        check_data(spec)
+        prepared = plan_and_prepare(task.spec, task.overrides, device, args.arch)
     except CubinrunError as error:
-        if isinstance(error, SpecError):
-            locate(error, task.spec)
         record = RunRecord.failed(task, error, time.perf_counter() - started)
         return _Outcome(record, record.to_json())
     record = RunRecord(task, 0, result={"kernel": prepared.kernel_name,

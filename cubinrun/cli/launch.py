@@ -159,20 +159,15 @@ def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no
     SPEC may be several spec files and folders (their *.yaml); every spec and
     every point of its sweep runs, with CUDA started once (per worker with
     --devices or --ray)."""
-    from ..errors import CudaError, SpecError
+    from ..errors import CudaError
     from ..runs.outcome import NO_GPU_HINT, no_gpu
     args = LaunchArgs(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2,
-                      no_bench, raw_events, arch, fail_fast, jsonl, append, csv_path, markdown, junit,
-                      samples, plot, baseline, threshold, ignore_device, props_file,
+                      no_bench, raw_events, arch, fail_fast, jsonl, append, csv_path, markdown,
+                      junit, samples, plot, baseline, threshold, ignore_device, props_file,
                       guard=not no_guard, repeat=repeat, sanitize=sanitize, devices=devices,
                       workers_per_gpu=workers_per_gpu, mixed_devices=mixed_devices, ray=ray)
     try:
         _launch(args)
-    except SpecError as error:          # found past loading (the binary, the device): locate it
-        if len(specs) != 1:
-            raise
-        from ..specfile.locate import locate
-        raise locate(error, specs[0]) from None
     except CudaError as error:
         if not no_gpu(error):
             raise
@@ -218,6 +213,18 @@ def _check_outputs(args: LaunchArgs) -> None:
         from ..results.plot import check_path, require_matplotlib
         check_path(args.plot)
         require_matplotlib()
+    _check_result_files(args)
+
+
+def _check_result_files(args: LaunchArgs) -> None:
+    """Result files are regular files: a FIFO, device or folder named is
+    refused before any run, not found (or hung on) after the last."""
+    from ..errors import UsageError
+    from ..files import output_problem
+    for flag, path in (("--jsonl", args.jsonl), ("--csv", args.csv), ("--markdown", args.markdown),
+                       ("--junit", args.junit), ("--plot", args.plot)):
+        if path and path != "-" and (problem := output_problem(path)):
+            raise UsageError(f"{flag} {path}: {problem}")
 
 
 def _check_numbers(args: LaunchArgs) -> None:
@@ -288,7 +295,7 @@ def _read_baseline(args: LaunchArgs):
 def _run(tasks, args: LaunchArgs, baseline) -> int:
     from ..errors import EXIT_OK, EXIT_REGRESSION
     from ..results.writers import JsonLines
-    from ..pipeline.session import RunOptions
+    from ..pipeline.result import RunOptions
     from ..runs.outcome import most_severe
     from ..runs.progress import Progress
     single = len(tasks) == 1

@@ -5,11 +5,10 @@ Only the CLI calls these; rich is imported by the functions that draw.
 from __future__ import annotations
 
 import json
-import math
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..text import dims, human_bytes
+from ..text import dims, finite, human_bytes
 
 if TYPE_CHECKING:
     from ..pipeline.prepare import Prepared
@@ -19,17 +18,7 @@ def print_json(document: dict) -> None:
     """One JSON document on stdout; NaN and infinities become null (valid JSON)."""
     # One write: json.dump writes each token separately, a million writes for
     # a compare of 100 000 runs.
-    sys.stdout.write(json.dumps(_finite(document), indent=2) + "\n")
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
+    sys.stdout.write(json.dumps(finite(document), indent=2) + "\n")
 
 
 def render_plan(prepared: "Prepared", console) -> None:

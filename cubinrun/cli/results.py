@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .common import complete_results, console, json_option
+from .common import complete_results, console, force_option, json_option
 
 
 @click.command()
@@ -88,19 +88,22 @@ def _render(comparisons, counts, code, failures: int | None) -> None:
               help="The plot: PATH.png or PATH.svg.")
 @click.option("--x", "x_var", metavar="VAR", help="The var on the x axis (default: the first "
               "swept var with several values).")
-def plot(results, output, x_var):
+@force_option
+def plot(results, output, x_var, force):
     """Plot time and throughput against a swept var from saved results (needs
     cubinrun[plot])."""
+    from ..files import check_output
     from ..results.plot import check_path, plot_results, require_matplotlib
     from ..results.reader import read_results
     check_path(output)
+    check_output(output, force)
     require_matplotlib()
     runs, sources = [], []
     for path, label in zip(results, _file_labels(results)):
         found = read_results(path)
         runs += found
         sources += [label] * len(found)
-    plot_results(runs, output, x_var, sources if len(results) > 1 else None)
+    plot_results(runs, output, x_var, force, "-o", sources if len(results) > 1 else None)
     sys.stderr.write(f"wrote {output}\n")
 
 

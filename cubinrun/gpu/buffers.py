@@ -39,7 +39,7 @@ class DeviceMemory:
     staging: Staging | None = None
     owns_staging: bool = True        # False: a session's, kept for its next run
     seconds: dict[str, float] = field(default_factory=dict)    # "init", "upload"
-    guard: bool = False              # guard bands around each buffer (debug/guards.py)
+    guard: bool = False              # guard bands around each buffer (gpu/guards.py)
     guards: list = field(default_factory=list)
     _allocations: list[int] = field(default_factory=list)
 
@@ -54,7 +54,7 @@ class DeviceMemory:
         guard bands with `guard`, whose patterns go on the staging stream); `upload`
         fills it."""
         if self.guard:
-            from ..debug.guards import guarded_alloc
+            from .guards import guarded_alloc
             pointer, guard = guarded_alloc(self._alloc, spec.name, spec.nbytes, spec.dtype.size,
                                            spec.offset_bytes, self.staging.stream)
             self.guards.append(guard)
@@ -116,7 +116,7 @@ class DeviceMemory:
 def make_inputs(plan: Plan) -> list[InputValues]:
     """Every buffer's input, in the spec's order, checked but not made yet (no GPU
     needed); a spec whose inputs cannot fit the host is refused here."""
-    from ..plan.capacity import check_host
+    from .capacity import check_host
     check_host(plan.spec)
     return [input_values(spec, index) for index, spec in enumerate(plan.spec.buffers.values())]
 
@@ -135,7 +135,7 @@ def allocate(plan: Plan, inputs: list[InputValues] | None = None,
     allocated if they cannot fit the device (with room for `--repeat`'s copy of
     run 1's buffers when `repeat` > 1). `staging(largest)`: pinned slots to
     borrow (a session's), rather than slots made and freed for this run."""
-    from ..plan.capacity import check_device
+    from .capacity import check_device
     if inputs is None:
         inputs = make_inputs(plan)
     check_device(plan, device_name, guard=guard, repeat=repeat)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CudaError, UsageError
+from ..platform import WINDOWS
 
 # CUresults with a clearer sentence than the driver's own description.
 _PLAIN_WORDS = {
@@ -37,7 +38,6 @@ def _cuda():
 
 # The driver library the launchers open (template.c), unless $CUBINRUN_LIBCUDA
 # names one, and where cuda-python looks for it.
-WINDOWS = os.name == "nt"
 LIBCUDA = "nvcuda.dll" if WINDOWS else "libcuda.so.1"
 _DRIVER_SEARCH = "System32" if WINDOWS else "the library path (LD_LIBRARY_PATH)"
 

@@ -60,9 +60,12 @@ def _download(memory, buffer, checker) -> list:
         return tasks
     try:
         staging.download(memory.buffers[buffer.name].pointer, host, list(groups), read)
-    finally:
+    except BaseException:
         if writer is not None:
-            writer.close()
+            writer.abort()
+        raise
+    if writer is not None:
+        writer.close()
     return gather(futures)
 
 

@@ -114,7 +114,7 @@ def collect(ordinal: int) -> dict:
 
 
 def device_values(device) -> dict[str, int]:
-    """What a spec's expressions may name (spec/device_values.py), read from `device`."""
+    """What a spec's expressions may name (specfile/device_values.py), read from `device`."""
     from ..specfile.device_values import arch_number
     attr = lambda name: driver.device_attribute(device.handle, name)  # noqa: E731
     return {"sm_count": attr("MULTIPROCESSOR_COUNT"), "l2_bytes": attr("L2_CACHE_SIZE"),

@@ -1,6 +1,6 @@
 """The dry run's data checks, without NumPy where it can prove them passed.
 
-A dry run refuses what the launch would (run.check_data): a buffer's init
+Every run refuses, before any binary or GPU, what its data cannot do: a buffer's init
 that does not fit its dtype, and a check reference that cannot be evaluated
 or does not broadcast to its output. Those checks make one-element arrays
 with NumPy, whose import alone is a quarter of a dry run's time. Most specs
@@ -8,7 +8,7 @@ use inits and references whose checks cannot fail: zeros, ones, random
 bounds inside an fp16/fp32/fp64 or integer range, a fill that fits, an
 expression of + - * over float buffers. For those this module proves the
 outcome in plain Python; for anything else (a file, bf16 and fp8, division,
-functions, integer buffers, a value near a limit) it runs run.check_data,
+functions, integer buffers, a value near a limit) it makes them with NumPy,
 which reports the error exactly as before. A proof only ever says "passes"
 where NumPy's check passes (tests/test_dry_checks.py checks that against
 NumPy), so nothing is weaker: the slow path is just taken less often.
@@ -31,12 +31,23 @@ _INT64 = (-2**63, 2**63 - 1)
 
 
 def check_data(spec: Spec) -> None:
-    """run.check_data(spec), skipped when every part of it is proven to pass."""
+    """The host data and check references the spec describes, checked without
+    making them (NumPy's check skipped when every part is proven to pass)."""
     if all(init_passes(b) for b in spec.buffers.values()) and all(
             reference_passes(c, spec) for c in spec.checks):
         return
-    from ..pipeline.session import check_data as check_with_numpy
     check_with_numpy(spec)
+
+
+def check_with_numpy(spec: Spec) -> None:
+    """Each buffer's init and each check reference tried on one-element arrays."""
+    from .check import check_reference
+    from .values import check_init
+    for buffer in spec.buffers.values():
+        check_init(buffer)
+    env = spec.expression_env()
+    for check in spec.checks:
+        check_reference(check, spec.buffers[check.output], spec.buffers, env)
 
 
 def _range(dtype) -> tuple[float, float] | None:

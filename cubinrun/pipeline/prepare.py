@@ -1,16 +1,22 @@
-"""Get everything ready that needs no GPU: the binary read (or compiled) and
-checked against the spec, the plan made, the launcher built. `launch
---dry-run` stops here; a real launch goes on with the device it was given."""
+"""Get everything ready that needs no GPU: the spec read and its plan made
+once and checked with its data (`plan_spec`), the binary read (or compiled)
+and checked against the plan, the launcher built (`prepare`). `launch
+--dry-run` stops here (`dry_run`); a real launch goes on with the device it
+was given (session.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
+from typing import Mapping
 
 from ..binary.load import Binary, load_binary
 from ..binary.validate import check_arch, validate
 from ..plan.make import Plan, make_plan
 from ..plan.specialization import check_plan
-from ..specfile import Spec
+from ..specfile import Spec, load_spec
+from ..specfile.device_values import DeviceValues
+from ..specfile.locate import located
 
 
 @dataclass(frozen=True)
@@ -36,21 +42,39 @@ class Prepared:
                 "launcher": self.launcher.__file__}
 
 
-def prepare(spec: Spec, device=None, arch: str | None = None, load=None,
+def plan_spec(path: str | Path, overrides: Mapping[str, str] | None = None,
+              device: DeviceValues | None = None) -> Plan:
+    """The spec at `path` read with `overrides`, its plan made (once: everything
+    after reads it) and checked, and its host data and check references checked
+    without making them, so their mistakes are found before any binary or GPU."""
+    from ..hostdata.dry_checks import check_data
+    with located(path):
+        spec = load_spec(path, overrides, device=device)
+        plan = make_plan(spec)
+        check_plan(plan)
+        check_data(spec)
+    return plan
+
+
+def prepare(plan: Plan, device=None, arch: str | None = None, load=None,
             build_launcher: bool = True) -> Prepared:
     """`device` (a driver.Device) when one is open; else `arch` targets compiles.
     `load`: what reads the binary, if not `load_binary` (a session's cache).
     Without `build_launcher` the Prepared has none (a reproducer brings its own)."""
     from ..launcher import load_launcher
     target = device.arch if device is not None else arch
-    binary = (load or load_binary)(spec, target)
-    plan = make_plan(spec)
-    validate(plan, binary.info, binary.kernel,
-             device.arch if device is not None else arch,
-             device.name if device is not None else f"the target {arch}")
-    check_plan(plan)
-    launcher = load_launcher(plan.leaf_types, plan.num_scratch) if build_launcher else None
+    with located(plan.spec.path):
+        binary = (load or load_binary)(plan.spec, target)
+        validate(plan, binary.info, binary.kernel, target,
+                 device.name if device is not None else f"the target {arch}")
+        launcher = load_launcher(plan.leaf_types, plan.num_scratch) if build_launcher else None
     return Prepared(plan, binary, launcher)
+
+
+def dry_run(path: str | Path, overrides: Mapping[str, str], device: DeviceValues,
+            arch: str | None) -> Prepared:
+    """Everything `launch --dry-run` does for one spec at one point."""
+    return prepare(plan_spec(path, overrides, device), arch=arch)
 
 
 def needs_device_target(spec: Spec) -> bool:

@@ -1,127 +1,29 @@
-"""`cubinrun launch`: the whole path on a GPU.
+"""One spec's run on a GPU, the pipeline every run takes: a single launch, a
+sweep, a worker process and a Ray actor alike.
 
-prepare (binary, plan, launcher) -> device -> kernel -> buffers -> launch
-once and synchronise -> check and save outputs -> time -> result.
+plan_spec (read, plan once, check) -> prepare (binary, launcher) -> ready
+(kernel loaded, buffers filled) -> launch once and synchronise -> check and
+save outputs -> debug checks -> time -> RunResult.
 
 A `Session` holds what runs on one device share: a multi-run command keeps
 one per worker, so a sweep loads its binary, module and timing kernels once.
+Who owns the device (runs.worker.Runner) hands the pipeline a `Devices`.
 """
 from __future__ import annotations
 
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, Mapping, Protocol
 
 from ..gpu import driver
-from ..errors import EXIT_CHECK_FAILED, EXIT_OK
+from ..plan.make import Plan
 from ..specfile import Spec
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    device: int | None = None
-    warmup_ms: float | None = None      # None: the spec's bench.warmup
-    rep_ms: float | None = None
-    l2: str | None = None
-    bench: bool = True
-    progress: bool = True
-    raw_events: bool = False            # keep the event pair's own offset in the samples
-    keep_samples: bool = False          # every timing sample in the JSON (`--samples`)
-    guard: bool = True                  # guard bands around the buffers (debug/guards.py)
-    repeat: int = 1                     # launches compared bit for bit (debug/repeat.py)
-
-
-@dataclass
-class RunResult:
-    spec: Spec
-    device: dict[str, Any]
-    kernel: dict[str, Any]
-    launched: bool
-    checks: list = field(default_factory=list)       # check.CheckResult
-    timing: Any = None                               # stats.Summary
-    l2: str | None = None
-    event_offset_us: float | None = None             # subtracted from every sample
-    saved: list[str] = field(default_factory=list)
-    samples_us: list[float] | None = None            # kept with RunOptions.keep_samples
-    dropped_samples: int = 0                         # timing.corrected() says why
-    sm_clock_mhz: list[float] = field(default_factory=list)   # measured while timing
-    timing_s: float | None = None                    # wall time of the timing itself
-    debug: list = field(default_factory=list)        # guard and repeat reports (debug/)
-    stages: dict[str, float] = field(default_factory=dict)   # seconds: see STAGES
-
-    @property
-    def passed(self) -> bool | None:
-        from ..hostdata.check import summarize
-        if any(report.passed is False for report in self.debug):
-            return False
-        return summarize(self.checks)
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_CHECK_FAILED if self.passed is False else EXIT_OK
-
-    def throughput(self) -> dict[str, float | None]:
-        bench = self.spec.bench
-        seconds = self.timing.median * 1e-6 if self.timing else None
-        gbps = bench.bytes / seconds / 1e9 if seconds and bench.bytes is not None else None
-        tflops = bench.flops / seconds / 1e12 if seconds and bench.flops is not None else None
-        peak_bw, peak_fp32 = self.device.get("peak_bandwidth_gbps"), self.device.get("peak_fp32_tflops")
-        return {
-            "gbps": gbps,
-            "tflops": tflops,
-            "peak_gbps": peak_bw,
-            "bandwidth_fraction": gbps / peak_bw if gbps and peak_bw else None,
-            "peak_fp32_tflops": peak_fp32,
-            "fp32_fraction": tflops / peak_fp32 if tflops and peak_fp32 else None,
-        }
-
-    def clock_json(self) -> dict[str, float | None]:
-        import statistics
-        clocks = self.sm_clock_mhz
-        return {"sm_clock_mhz": statistics.median(clocks) if clocks else None,
-                "sm_clock_min_mhz": min(clocks) if clocks else None,
-                "sm_clock_max_mhz": max(clocks) if clocks else None}
-
-    def to_json(self) -> dict:
-        spec = self.spec
-        timing = None
-        if self.timing is not None:
-            timing = {**self.timing.to_json(), "l2": self.l2,
-                      "event_offset_us": self.event_offset_us, **self.clock_json(),
-                      "dropped_samples": self.dropped_samples, "elapsed_s": self.timing_s}
-            if self.samples_us is not None:
-                timing["samples_us"] = self.samples_us
-        return {
-            "kernel": self.kernel["name"],
-            "kernel_file": str(spec.kernel.path),
-            "device": self.device,
-            "grid": list(spec.grid),
-            "launched_grid": list(spec.launched_grid),
-            "block": list(spec.block),
-            "shared": spec.launch.shared,
-            "cluster": self.kernel.get("cluster"),
-            "resources": {k: v for k, v in self.kernel.items() if k not in ("name", "cluster")},
-            "launched": self.launched,
-            "timing": timing,
-            "throughput": self.throughput(),
-            "check": {
-                "passed": self.passed,
-                "outputs": {c.name: c.to_json() for c in self.checks},
-            },
-            "saved": self.saved,
-            "stages_s": {name: round(self.stages[name], 6) for name in STAGES
-                         if name in self.stages},
-            **{report.key: report.to_json() for report in self.debug},
-        }
-
-
-# Where a launch's host time goes, in seconds. init: making the inputs (the
-# time the host waited for it; the copies run meanwhile); upload: the rest of
-# filling the buffers (waiting for copies); launch: the kernel, launched once and
-# waited for; download: waiting for the outputs' copies; check: the rest of
-# checking and saving the outputs (the copies run meanwhile).
-STAGES = ("init", "upload", "launch", "download", "check")
+from ..specfile.device_values import DeviceValues
+from ..specfile.locate import located
+from .prepare import Prepared, check_device, needs_device_target, plan_spec, prepare
+from .result import RunOptions, RunResult
 
 
 @dataclass
@@ -203,31 +105,75 @@ class Session:
             self._staging = None
 
 
-def make_ready(spec: Spec, device: driver.Device, arch: str | None = None,
-               early: Early | None = None, session: Session | None = None,
+class Devices(Protocol):
+    """The device side of a run, owned by its runner: the values a spec may name
+    (sm_count...), whether the session is open yet, and the session itself
+    (opening it, or waiting for it to open, when it is not)."""
+    values: DeviceValues
+
+    def is_open(self) -> bool: ...
+
+    def open_session(self) -> Session: ...
+
+
+def run_spec(path: str | Path, overrides: Mapping[str, str], options: RunOptions,
+             devices: Devices) -> RunResult:
+    """Run the spec at `path` with `overrides` (--set and the sweep point) on the
+    runner's device. While CUDA is still starting, the work that needs no GPU
+    (the binary, the launcher, the host data) is done first. Spec errors found
+    anywhere on the way name the spec's file and the field's line."""
+    with located(path):
+        plan = plan_spec(path, overrides, devices.values)
+        early = None if devices.is_open() else prepare_early(plan)
+        session = devices.open_session()
+        ready = make_ready(plan, session, early, guard=options.guard, repeat=options.repeat)
+        try:
+            return _Run(plan.spec, ready, session, options).execute()
+        finally:
+            ready.close()
+
+
+@dataclass(frozen=True)
+class Early:
+    """Work that needs no GPU, done while the driver initialises."""
+    prepared: Prepared | None   # None when the kernel is compiled for the device
+    inputs: list                # every buffer's input (hostdata.InputValues), checked
+    seconds: float = 0.0        # making them
+
+
+def prepare_early(plan: Plan) -> Early:
+    from ..gpu.buffers import make_inputs
+    prepared = None if needs_device_target(plan.spec) else prepare(plan)
+    began = time.perf_counter()
+    inputs = make_inputs(plan)
+    return Early(prepared, inputs, time.perf_counter() - began)
+
+
+def make_ready(plan: Plan, session: Session, early: Early | None = None,
                guard: bool = False, repeat: int = 1) -> Ready:
-    """`early`: what was done before the device was open (see `run_spec`);
-    `session`: binaries and modules to reuse; `guard`: guard bands around the
+    """The kernel loaded on the session's device and its buffers filled. `early`:
+    what was done before the device was open; `guard`: guard bands around the
     buffers; `repeat`: the launches `--repeat` makes (room for run 1's buffers
     is checked before allocating)."""
     from ..gpu import buffers
     from ..gpu.arguments import launcher_values
     from ..gpu.kernel import load_kernel
-    from .prepare import check_device, prepare
+    from ..gpu.buffers import make_inputs
     from ..plan.specialization import check_addresses
+    device, spec = session.device, plan.spec
     if early and early.prepared:
         prepared = early.prepared
         check_device(prepared, device)
     else:
-        prepared = prepare(spec, device, arch, load=session.load_binary if session else None)
-    plan, launcher = prepared.plan, prepared.launcher
+        prepared = prepare(plan, device, load=session.load_binary)
+    launcher = prepared.launcher
     kernel = load_kernel(prepared.cubin, prepared.kernel_name, device, plan,
-                         module=session.load_module(prepared.cubin) if session else None)
+                         module=session.load_module(prepared.cubin))
     began = time.perf_counter()
-    inputs = early.inputs if early else buffers.make_inputs(plan)
+    inputs = early.inputs if early else make_inputs(plan)
     made = (early.seconds if early else time.perf_counter() - began)
     memory = buffers.allocate(plan, inputs, device.name, guard=guard, repeat=repeat,
-                              staging=session.staging if session else None)
+                              staging=session.staging)
     try:
         values = launcher_values(plan.slots, memory)
         check_addresses(plan, values)
@@ -246,65 +192,6 @@ def make_ready(spec: Spec, device: driver.Device, arch: str | None = None,
         launch_fn(config, gx, gy, gz, stream, *values)
     seconds = {"init": made + memory.seconds["init"], "upload": memory.seconds["upload"]}
     return Ready(prepared, kernel, memory, launch_once, seconds)
-
-
-def check_data(spec: Spec) -> None:
-    """The host data and check references the spec describes, checked without
-    making them: a dry run evaluates them, and a launch finds a bad reference
-    before the kernel runs, not after."""
-    from ..hostdata.check import check_reference
-    from ..hostdata.values import check_init
-    for buffer in spec.buffers.values():
-        check_init(buffer)
-    env = spec.expression_env()
-    for check in spec.checks:
-        check_reference(check, spec.buffers[check.output], spec.buffers, env)
-
-
-@dataclass(frozen=True)
-class Early:
-    """Work that needs no GPU, done while the driver initialises."""
-    prepared: Any               # prepare.Prepared; None when the kernel is compiled for the device
-    inputs: list                # every buffer's input (hostdata.InputValues), checked
-    seconds: float = 0.0        # making them
-
-
-def prepare_early(spec: Spec) -> Early:
-    from ..gpu.buffers import make_inputs
-    from ..plan.make import make_plan
-    from .prepare import needs_device_target, prepare
-    prepared = None if needs_device_target(spec) else prepare(spec)
-    began = time.perf_counter()
-    inputs = make_inputs(prepared.plan if prepared else make_plan(spec))
-    return Early(prepared, inputs, time.perf_counter() - began)
-
-
-def run_spec(spec: Spec, options: RunOptions,
-             opening: driver.DeviceOpening | None = None,
-             session: Session | None = None, early: Early | None = None) -> RunResult:
-    """Run the spec. With `opening` (the device being opened on a thread), the
-    binary, the launcher and the host data are made before waiting for it,
-    while the driver initialises. With `session`, on its device, reusing what
-    it holds (and `early`, if it was made before the session's device was
-    open); without, on a session of this run's own."""
-    own = session is None
-    if session is None:
-        if opening is not None:
-            early = prepare_early(spec)
-            opened = opening.wait()
-        else:
-            opened = driver.open_device(options.device or 0)
-        session = Session(opened)
-    try:
-        ready = make_ready(spec, session.device, early=early, session=session,
-                           guard=options.guard, repeat=options.repeat)
-        try:
-            return _Run(spec, ready, session, options).execute()
-        finally:
-            ready.close()
-    finally:
-        if own:
-            session.close()
 
 
 class _Run:
@@ -367,7 +254,7 @@ class _Run:
         """Guard bands after the checked launch, then `--repeat`'s further launches."""
         memory = self.ready.memory
         if self.options.guard:                  # also with no buffers: guarded, nothing found
-            from ..debug.guards import GuardReport, check_guards
+            from ..gpu.guards import GuardReport, check_guards
             result.debug.append(GuardReport(len(memory.guards), check_guards(memory.guards)))
         if self.options.repeat > 1:
             from ..debug.repeat import repeat_and_compare

@@ -1,7 +1,7 @@
 """Check a Triton entry's arguments against what Triton specialized it for.
 
 Triton's JIT compiles an integer argument that is a multiple of 16, and a
-pointer aligned to 16 bytes, with `tt.divisibility = 16` (spec.triton_args),
+pointer aligned to 16 bytes, with `tt.divisibility = 16` (specfile/triton_args.py),
 and the code relies on it: a value that breaks it gives misaligned accesses
 or wrong results, not an error. So a spec that breaks it is refused (exit
 2) with the argument, its value, what the entry was compiled for and the fix:

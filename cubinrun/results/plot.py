@@ -9,6 +9,7 @@ only here, and drawn with its Agg/SVG canvases: no display is needed.
 """
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 
@@ -49,9 +50,12 @@ def swept_var(results: list[dict], x: str | None) -> str:
 
 
 def plot_results(results: list[dict], path: str, x: str | None = None,
+                 force: bool = True, option: str = "--plot",
                  sources: list[str] | None = None) -> None:
-    """`sources`: for results read from several files, each one's file label,
-    so that the same sweep from two files (before and after) is two series."""
+    """The plot written to `path` (.png or .svg) as files.py writes outputs:
+    a regular file, never through a link, an existing one only with `force`.
+    `sources`: for results read from several files, each one's file label, so
+    that the same sweep from two files (before and after) is two series."""
     check_path(path)
     require_matplotlib()
     from matplotlib.figure import Figure
@@ -111,7 +115,10 @@ def plot_results(results: list[dict], path: str, x: str | None = None,
     for axes in (time_axes, rate_axes):
         if axes.get_legend_handles_labels()[0]:
             axes.legend(fontsize="small")
-    figure.savefig(path, dpi=120)
+    from ..files import write_output
+    image = io.BytesIO()        # rendered first: matplotlib would open the path itself
+    figure.savefig(image, format=Path(path).suffix.lower()[1:], dpi=120)
+    write_output(path, image.getvalue(), force, option)
 
 
 def series_of(timed: list[tuple[dict, str]], var: str) -> dict[str, list[dict]]:

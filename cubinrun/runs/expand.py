@@ -60,6 +60,7 @@ def expand(paths: Sequence[str], overrides: dict[str, str],
            axis_texts: Sequence[str] = ()) -> list[RunTask]:
     """The runs of a command line, in order: specs in order, each spec's points in
     order (the first axis outermost)."""
+    from ..specfile.loader import SweptOverrides
     cli_axes = [cli_axis(text) for text in axis_texts]
     names = [a.name for a in cli_axes]
     if len(set(names)) != len(names):
@@ -83,7 +84,8 @@ def expand(paths: Sequence[str], overrides: dict[str, str],
             continue
         pow2 = tuple(a.name for a in axes if a.pow2)
         for point in spec_points:
-            merged = {**overrides, **{k: override_text(v) for k, v in point.items()}}
+            merged = SweptOverrides({**overrides, **{k: override_text(v)
+                                                     for k, v in point.items()}}, swept=point)
             tasks.append(RunTask(len(tasks), spec, point, merged, pow2))
     return tasks
 

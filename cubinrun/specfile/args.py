@@ -7,26 +7,25 @@ at a buffer (another pointer argument's, or one of their own given inline).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 from .. import signature as sig
 from ..dtypes import ELEMENT_TYPES
 from ..errors import SpecError, excerpt, shorten
+from ..files import mirrored_output, output_problem
 from ..limits import MAX_BUFFER_BYTES, MAX_DIMS
+from .context import SpecContext
 from .yamlload import LocatedDict
 from .model import (Arg, BufferArg, BufferRef, ConstArg, DescArg, Init,
                     ScalarArg, StructArg, TupleArg)
 from .scalars import check_scalar_value
 from .sections import DISTRIBUTIONS, INIT_NAMES, PADDINGS, SWIZZLES, keys, required
 
-if TYPE_CHECKING:
-    from .loader import _SpecBuilder
-
 _NOT_AGGREGATES = (sig.PointerType, sig.ConstexprType, sig.TmaDescType, sig.TensorDescType)
 
 
 class ArgsBuilder:
-    def __init__(self, builder: "_SpecBuilder", signature: sig.Signature):
+    def __init__(self, builder: SpecContext, signature: sig.Signature):
         self.b = builder
         self.signature = signature
         self.buffers: dict[str, BufferArg] = {}
@@ -131,6 +130,12 @@ class ArgsBuilder:
         save = None
         if "save" in node:
             save = b.resolve_path(node["save"], f"{field}.save", node, "save", must_exist=False)
+            if (save := mirrored_output(save, node["save"])) is None:
+                raise b.error(f"{excerpt(node['save'])} climbs out of the folder the run was "
+                              "carried to (--ray): name a path below the spec's folder, or an "
+                              "absolute one", f"{field}.save", node, "save")
+            if problem := output_problem(save):       # a FIFO would block the run's end
+                raise b.error(f"{save} {problem}", f"{field}.save", node, "save")
         offset = 0
         if "offset" in node:            # elements: the kernel gets the address past them
             offset = b.integer(node["offset"], f"{field}.offset", node, "offset", minimum=0)

@@ -8,7 +8,6 @@ where YAML gives it, the line.
 """
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -19,9 +18,10 @@ from ..errors import SpecError, excerpt, shorten
 from .expr import Expr, parse_expr
 from ..limits import (MAX_ALIGN, MAX_BUFFER_BYTES, MAX_DEVICE_BYTES, MAX_NAMES,
                       MAX_SHARED_BYTES)
-from .yamlload import LocatedDict, LocatedList, load_yaml_file
+from .yamlload import LocatedDict, load_yaml_file
+from .context import SpecContext, colon_hint
 from .locate import locate
-from .scalars import as_int, check_scalar_value
+from .scalars import check_scalar_value
 from . import sections
 from .args import ArgsBuilder, scalar_entries
 from .device_values import DEVICE_NAMES, DeviceValues, unavailable
@@ -40,27 +40,25 @@ MAX_CLUSTER_SIZE = 16
 
 
 def load_spec(path: str | Path, overrides: Mapping[str, str] | None = None,
-              device: DeviceValues | None = None, swept: Sequence[str] = ()) -> Spec:
+              device: DeviceValues | None = None) -> Spec:
     """Read and validate a spec file; `overrides` are `--set NAME=VALUE` pairs;
-    `device` gives `sm_count` and the other device values (none by default).
-    Overrides named in `swept` come from a sweep's point (sweep: or --axis) and
-    are called so in messages, not `--set`."""
+    `device` gives `sm_count` and the other device values (none by default)."""
     path = Path(path)
     tree = load_yaml_file(path)
     try:
-        return _SpecBuilder(path, tree, overrides or {}, device or unavailable(),
-                            swept).build()
+        return _SpecBuilder(path, tree, overrides or {}, device or unavailable()).build()
     except SpecError as exc:
         raise locate(exc, path, tree) from None
 
 
-def colon_hint(value: Any, keys: Sequence[str] | None = None) -> str:
-    """For a mapping that came out a string (`N 1024` under `vars:`): the key
-    whose colon is missing, as a hint to add to the message; else ''."""
-    words = value.split() if isinstance(value, str) else []
-    if len(words) > 1 and words[0].isidentifier() and (keys is None or words[0] in keys):
-        return f" ({words[0]!r} without its ':'?)"
-    return ""
+class SweptOverrides(dict):
+    """Overrides of one sweep point: --set's and the point's values (`swept`
+    names the latter), so that a message calls a bad value what the user
+    wrote, a sweep's value or --set's."""
+
+    def __init__(self, values: Mapping[str, str], swept: Sequence[str]):
+        super().__init__(values)
+        self.swept = frozenset(swept)
 
 
 def parse_overrides(pairs: Sequence[str]) -> dict[str, str]:
@@ -75,91 +73,8 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, str]:
     return out
 
 
-class _SpecBuilder:
-    def __init__(self, path: Path, tree: Any, overrides: Mapping[str, str],
-                 device: DeviceValues, swept: Sequence[str] = ()):
-        self.path = path
-        self.base = path.parent
-        self.overrides = overrides
-        self.swept = set(swept)
-        self.device = device
-        if not isinstance(tree, dict):
-            raise SpecError("the spec must be a YAML mapping", line=getattr(tree, "line", None))
-        self.tree: LocatedDict = tree
-        self.triton = None                      # TritonEntry when kernel is `triton:`
-        self.notes: list[str] = []              # for the plan (folded Triton arguments)
-
-    # -- helpers --
-
-    def error(self, message: str, field: str, node: Any = None, key: Any = None) -> SpecError:
-        line = None
-        if isinstance(node, LocatedDict):
-            line = node.line_of(key) if key is not None else node.line
-        elif isinstance(node, LocatedList):
-            line = node.line_of(key) if isinstance(key, int) else node.line
-        return SpecError(message, field=field, line=line)
-
-    def mapping(self, value: Any, field: str, parent: Any, key: Any,
-                allowed: Sequence[str], required: Sequence[str] = ()) -> LocatedDict:
-        if not isinstance(value, dict):
-            raise self.error(f"must be a mapping, got {_kind(value)}{colon_hint(value, allowed)}",
-                             field, parent, key)
-        for k in value:
-            if k not in allowed:
-                raise self.error(f"unknown key {excerpt(k)} (expected one of: {', '.join(allowed)})",
-                                 f"{field}.{k}", value, k)
-        for k in required:
-            if k not in value:
-                raise self.error(f"missing required key {excerpt(k)}", field, parent, key)
-        return value
-
-    def resolve_path(self, value: Any, field: str, parent: Any, key: Any,
-                     must_exist: bool = True) -> Path:
-        if not isinstance(value, str) or not value:
-            raise self.error(f"must be a path, got {_kind(value)}", field, parent, key)
-        if "\0" in value:                 # the OS cannot open it: say so now, not after the run
-            raise self.error("a path cannot hold a NUL character", field, parent, key)
-        p = Path(value).expanduser()
-        p = Path(os.path.normpath(p if p.is_absolute() else self.base / p))
-        if must_exist and not p.exists():
-            raise self.error(f"no such file: {p}", field, parent, key)
-        return p
-
-    def expr(self, value: Any, field: str, parent: Any, key: Any, arrays: bool = False) -> Expr:
-        try:
-            return parse_expr(value, arrays=arrays)
-        except SpecError as exc:
-            raise self.error(exc.message, field, parent, key) from None
-
-    def evaluate(self, value: Any, field: str, parent: Any, key: Any) -> int | float:
-        expr = self.expr(value, field, parent, key)
-        try:
-            return self.names.value_of(expr)
-        except SpecError as exc:
-            if exc.field:                  # raised while resolving a var: it names that var
-                raise
-            raise self.error(exc.message, field, parent, key) from None
-
-    def integer(self, value: Any, field: str, parent: Any, key: Any,
-                minimum: int | None = None, maximum: int | None = None,
-                why: str = "") -> int:
-        """An integer field; `why` says what the maximum is (", the block limit")."""
-        number = self.evaluate(value, field, parent, key)
-        result = as_int(number)
-        if result is None:
-            if isinstance(number, float) and (blame := self.names.blame_float(value, field)):
-                raise blame
-            raise self.error(f"must be an integer, got {excerpt(number)}", field, parent, key)
-        if minimum is not None and result < minimum:
-            raise self.error(f"must be >= {minimum}, got {result}", field, parent, key)
-        if maximum is not None and result > maximum:
-            raise self.error(f"must be <= {maximum}{why}, got {result}", field, parent, key)
-        return result
-
-    def boolean(self, value: Any, field: str, parent: Any, key: Any) -> bool:
-        if not isinstance(value, bool):
-            raise self.error(f"must be true or false, got {excerpt(value)}", field, parent, key)
-        return value
+class _SpecBuilder(SpecContext):
+    """The spec's sections, read in the order they depend on each other."""
 
     # -- sections --
 
@@ -518,7 +433,8 @@ class _Names:
             if name not in self.raw:
                 known = shorten(", ".join(self.raw) or "none", 200)
                 raise SpecError(f"--set {name}: no such var (vars: {known})")
-            origin = f"the swept {name}" if name in builder.swept else f"--set {name}"
+            origin = f"the swept {name}" if name in getattr(builder.overrides, "swept", ()) \
+                else f"--set {name}"
             self.raw[name] = (value, origin, None, None)
         self.var_names = list(self.raw)
         self.scalar_types: dict[str, ElementType] = {}
@@ -681,16 +597,6 @@ def _prod(values) -> int:
     for v in values:
         n *= v
     return n
-
-
-def _kind(value: Any) -> str:
-    """How an error names what it found instead."""
-    for kind, word in ((type(None), "nothing"), (bool, "a boolean"), (dict, "a mapping"),
-                       (list, "a list"), (str, "a string"), (int, "an integer"),
-                       (float, "a number")):
-        if isinstance(value, kind):
-            return word
-    return type(value).__name__
 
 
 def _lines(node: Any) -> dict[str, int]:

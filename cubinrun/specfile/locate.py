@@ -8,8 +8,9 @@ up from that path in the YAML tree, down to the deepest part the spec wrote.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..errors import SpecError
 
@@ -46,3 +47,14 @@ def locate(error: SpecError, spec_path: str | Path, tree: Any = None) -> SpecErr
                 tree = None
         error.located(line=line_of_field(tree, error.field))
     return error.located(file=str(spec_path))
+
+
+@contextmanager
+def located(spec_path: str | Path) -> Iterator[None]:
+    """Where a spec's run starts: any SpecError raised inside, however deep (the
+    plan, the binary, the data, the device), leaves naming the spec's file and
+    its field's line, so no caller has to remember to."""
+    try:
+        yield
+    except SpecError as error:
+        raise locate(error, spec_path) from None

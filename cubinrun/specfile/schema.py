@@ -1,4 +1,4 @@
-"""The spec format as a JSON Schema (draft 2020-12), built from spec/sections.py,
+"""The spec format as a JSON Schema (draft 2020-12), built from sections.py,
 the table the loader validates keys with.
 
 Editors (the YAML language server in VS Code and others) use it to complete

@@ -1,9 +1,9 @@
 """The keys of every spec section, in one table.
 
 The loader refuses any key this table does not list (and takes its choices,
-such as `bench.l2`'s, from here); spec/schema.py turns the same table into the
+such as `bench.l2`'s, from here); schema.py turns the same table into the
 JSON Schema that editors validate specs with, so the two cannot drift. Each
-key says what kind of value it takes (`value`, a name spec/schema.py knows:
+key says what kind of value it takes (`value`, a name schema.py knows:
 an expression, a path, a boolean, or another section of this table) and one
 line for people, shown by editors on hover.
 """
@@ -19,7 +19,7 @@ from .model import KERNEL_KINDS, L2_MODES
 @dataclass(frozen=True)
 class Key:
     name: str
-    value: str                      # a value kind of spec/schema.py, or "section:NAME"
+    value: str                      # a value kind of schema.py, or "section:NAME"
     doc: str
     required: bool = False
     choices: tuple = ()             # the only values accepted, when there is such a list

@@ -21,9 +21,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import signature as sig
+from .context import SpecContext
 
 if TYPE_CHECKING:
-    from .loader import _SpecBuilder
     from .triton_entry import TritonEntry
 
 FOLDED_VALUES = (1, None)       # what Triton's JIT folds: an int equal to 1, None
@@ -35,7 +35,7 @@ def _why(name: str) -> str:
             "a None and every tl.constexpr)")
 
 
-def folded_args(b: "_SpecBuilder", signature: sig.Signature, node: Any) -> list[str]:
+def folded_args(b: SpecContext, signature: sig.Signature, node: Any) -> list[str]:
     """The `args` keys that are no parameter of the entry, checked; returns them
     (so the args mapping accepts them) and adds a note for each to `b.notes`."""
     if not isinstance(node, dict):
@@ -77,7 +77,7 @@ def leaf_divisibility(entry: "TritonEntry", signature: sig.Signature,
     return divisibility
 
 
-def check_signature_names(b: "_SpecBuilder", entry: "TritonEntry",
+def check_signature_names(b: SpecContext, entry: "TritonEntry",
                           signature: sig.Signature) -> None:
     """A spec signature that declares a parameter the entry folded away: say so
     (Triton 3.5+ names its parameters; 3.4's %arg0 names say nothing)."""

@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..gpu import driver
+from . import driver
 
 GUARD_BYTES = 256
 # Not a value kernels commonly write: not 0, not 0xff, not a small float or int.

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import ctypes
 import os
-import sys
 
-from ..gpu import driver
+from . import driver
 from ..errors import CudaError, SpecError
+from ..platform import WINDOWS
 from ..text import human_bytes
 
 _WORKER_BYTES = 96 << 20        # per worker: a few float64 blocks of a check or a draw
@@ -31,7 +31,7 @@ def kept_bytes(buffer) -> int:
 def host_need(spec) -> tuple[int, list[str]]:
     """(bytes, what they are) of host memory the launch needs at its peak."""
     from ..hostdata.threads import worker_count
-    from ..gpu.transfer import SLOT_BYTES, SLOTS
+    from .transfer import SLOT_BYTES, SLOTS
     buffers = list(spec.buffers.values())
     kept = [(b.name, kept_bytes(b)) for b in buffers if kept_bytes(b)]
     largest = max((b.nbytes for b in buffers), default=0)
@@ -51,7 +51,7 @@ def available_host_memory() -> int | None:
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
-    if sys.platform == "win32":
+    if WINDOWS:
         return _windows_available()
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
@@ -73,7 +73,7 @@ def device_need(plan, guard: bool = False, repeat: int = 1) -> int:
     """Bytes of device memory: every buffer (past its `offset:`, between guard
     bands with `guard`), the scratch, and with `repeat` > 1 the copy of every
     buffer that `--repeat` keeps of run 1."""
-    from ..debug.guards import GUARD_BYTES
+    from .guards import GUARD_BYTES
     buffers = plan.spec.buffers.values()
     bands = 2 * GUARD_BYTES if guard else 0
     sizes = [b.nbytes + b.offset_bytes + bands for b in buffers]
