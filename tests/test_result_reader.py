@@ -7,7 +7,6 @@ import importlib.util
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from cubinrun.cli import main
 from cubinrun.errors import UsageError
 from cubinrun.limits import MAX_RESULT_RECORDS
 from cubinrun.results.reader import read_results
+from conftest import skip_on_windows
 
 REPO = Path(__file__).resolve().parent.parent
 VECTOR_ADD = str(REPO / "configs" / "vector_add.yaml")
@@ -116,22 +116,24 @@ def test_two_files_plot_as_two_series(capsys, tmp_path):
 def test_the_number_of_results_is_bounded_and_refused_fast(tmp_path):
     """10^6 minimal lines (16 MB, under the size cap): refused at the bound, in
     bounded memory (measured in a child process: its peak resident size)."""
+    skip_on_windows("resource.getrusage is POSIX")
     path = tmp_path / "many.jsonl"
     path.write_bytes(b'{"kernel": "k"}\n' * 1_000_000)
     probe = ("import resource, sys\n"
              "from cubinrun.results.reader import read_results\n"
              "try:\n    read_results(sys.argv[1])\n"
              "except Exception as error:\n    print(error)\n"
-             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
-    started = time.perf_counter()
+             "usage = resource.getrusage(resource.RUSAGE_SELF)\n"
+             "print(usage.ru_utime + usage.ru_stime, usage.ru_maxrss)\n")
     done = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True,
-                          text=True, timeout=300, cwd=REPO)
-    elapsed = time.perf_counter() - started
-    message, peak_kib = done.stdout.splitlines()
+                          text=True, timeout=600, cwd=REPO)
+    message, usage = done.stdout.splitlines()
+    cpu_s, peak_kib = usage.split()
     assert f"many.jsonl:{MAX_RESULT_RECORDS + 1}: more than {MAX_RESULT_RECORDS} results" \
         in message, done.stderr
-    assert elapsed < 60                     # 120 s and 3.1 GB before the bound
-    assert int(peak_kib) < 400 << 10        # KiB: the file's 16 MB and slim records
+    # CPU time, not wall time: a shared CI machine may stretch the latter
+    assert float(cpu_s) < 30, cpu_s         # 120 s and 3.1 GB before the bound
+    assert int(peak_kib) < 400 << 10, peak_kib      # KiB: the 16 MB file and slim records
 
 
 def test_results_keep_only_what_their_readers_use(tmp_path):
