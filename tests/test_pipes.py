@@ -86,3 +86,26 @@ def test_a_full_stdout_is_one_line_and_keeps_the_code(regression):
         assert done.returncode == code, (args, done.stderr)
         assert done.stderr.splitlines() == [
             "error: cannot write to stdout: No space left on device; the output is lost"]
+
+
+@pytest.mark.gpu
+def test_a_real_sweep_into_a_closed_pipe_keeps_its_code_and_files(tmp_path):
+    """On the GPU: a 3-point sweep whose --jsonl - reader has left still runs every
+    point, exits 0, writes its JUnit file, and --strict compare of it with itself
+    (written afresh twice, never appended) is 0."""
+    skip_on_windows("a pipe whose reader has left")
+    junit, saved = tmp_path / "j.xml", tmp_path / "r.jsonl"
+    sweep = ("launch", VECTOR_ADD, "--axis", "N=[1024,4096,65536]", "--warmup", "2",
+             "--rep", "10")
+    done = closed_early(*sweep, "--jsonl", "-", "--junit", junit)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert junit.read_text().count("<testcase ") == 3 and "<failure" not in junit.read_text()
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-m", "cubinrun", *sweep, "--samples",
+                               "--jsonl", saved], capture_output=True, text=True, cwd=REPO,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr
+    assert len(saved.read_text().splitlines()) == 3
+    done = subprocess.run([sys.executable, "-m", "cubinrun", "compare", "--strict", saved, saved],
+                          capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert done.returncode == 0 and "MISSING" not in done.stdout, done.stdout + done.stderr
