@@ -22,6 +22,7 @@ one line naming the file and line (`r.jsonl:12: ...`, exit 2):
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from array import array
@@ -98,30 +99,40 @@ def _bytes(path: Path) -> bytes:
 
 
 def _results(path: Path, data: bytes) -> Iterator[Located]:
-    """JSON lines one at a time, or one JSON document."""
+    """JSON lines one at a time, or one JSON document (over several lines, or
+    on one line alone)."""
+    decode = _Decoder()
     lines = _lines(data)
-    _loads = _Decoder()
-    for number, line in lines:
-        try:
-            first = _loads(_decoded(line, f"{path}:{number}"), f"{path}:{number}")
-        except json.JSONDecodeError:
-            yield from _document(path, data, _loads)    # a document over several lines
-            return
-        if isinstance(first, dict) and "results" in first and number == _last_line(data):
-            yield from _from_document(path, first)
-            return
-        yield _checked(first, f"{path}:{number}", f"line {number}")
-        for count, (number, line) in enumerate(lines, 2):
-            where = f"{path}:{number}"
-            if count > MAX_RESULT_RECORDS:
-                raise UsageError(f"{where}: more than {MAX_RESULT_RECORDS} results, the most "
-                                 "one file may hold: split it")
-            try:
-                value = _loads(_decoded(line, where), where)
-            except json.JSONDecodeError as exc:
-                raise UsageError(f"{where}: not JSON or JSON lines ({exc.msg})") from None
-            yield _checked(value, where, f"line {number}")
+    number, line = next(lines, (0, b""))
+    if not number:
         return
+    try:
+        first = decode(_decoded(line, f"{path}:{number}"), f"{path}:{number}")
+    except json.JSONDecodeError:
+        yield from _document(path, data, decode)
+        return
+    following = next(lines, None)
+    if following is None and isinstance(first, dict) and "results" in first:
+        yield from _from_document(path, first)
+        return
+    yield _checked(first, f"{path}:{number}", f"line {number}")
+    if following is not None:
+        yield from _json_lines(path, itertools.chain([following], lines), decode)
+
+
+def _json_lines(path: Path, lines: Iterator[tuple[int, bytes]],
+                decode: "_Decoder") -> Iterator[Located]:
+    """The results after the first, each parsed, checked and slimmed in turn."""
+    for count, (number, line) in enumerate(lines, 2):
+        where = f"{path}:{number}"
+        if count > MAX_RESULT_RECORDS:
+            raise UsageError(f"{where}: more than {MAX_RESULT_RECORDS} results, the most "
+                             "one file may hold: split it")
+        try:
+            value = decode(_decoded(line, where), where)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{where}: not JSON or JSON lines ({exc.msg})") from None
+        yield _checked(value, where, f"line {number}")
 
 
 def _decoded(line: bytes, where: str) -> str:
@@ -145,13 +156,7 @@ def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
             yield number, line
 
 
-def _last_line(data: bytes) -> int:
-    """The number of the last line that is not blank."""
-    end = len(data.rstrip())
-    return data.count(b"\n", 0, end) + 1
-
-
-def _document(path: Path, data: bytes, _loads: _Decoder) -> Iterator[Located]:
+def _document(path: Path, data: bytes, decode: "_Decoder") -> Iterator[Located]:
     if len(data) > MAX_RESULTS_DOCUMENT_BYTES:
         raise UsageError(f"{path}: one JSON document larger than "
                          f"{MAX_RESULTS_DOCUMENT_BYTES >> 20} MiB, the most read whole: write "
@@ -159,7 +164,7 @@ def _document(path: Path, data: bytes, _loads: _Decoder) -> Iterator[Located]:
     from ..errors import SpecError
     from ..files import decode_utf8
     try:
-        document = _loads(decode_utf8(data, str(path), "results"), str(path))
+        document = decode(decode_utf8(data, str(path), "results"), str(path))
     except SpecError as exc:
         raise UsageError(str(exc)) from None
     except json.JSONDecodeError as exc:
