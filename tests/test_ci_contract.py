@@ -83,7 +83,7 @@ def test_a_dry_run_writes_every_result_file(capsys, tmp_path, bad_spec):
     results = lines(jsonl)
     assert [r["status"] for r in results] == ["dry-run", "spec error", "dry-run"]
     assert [r["exit_code"] for r in results] == [0, 2, 0]
-    assert all("timing" not in r for r in results) and results[0]["plan"]["grid"] == [1024, 1, 1]
+    assert all("timing" not in r for r in results) and results[0]["kernel"] == "add_kernel"
     suite = ET.parse(junit).getroot().find("testsuite")
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "0", "1")
     cases = suite.findall("testcase")
@@ -95,7 +95,7 @@ def test_a_dry_run_writes_every_result_file(capsys, tmp_path, bad_spec):
     assert [r["status"] for r in rows] == ["dry-run", "spec error", "dry-run"]
     assert rows[0]["median_us"] == ""
     assert "3 runs: 2 dry-run, 1 spec error; exit 2" in md.read_text()
-    assert "3 runs: 2 dry-run, 1 spec error; exit 2" in out
+    assert "3 runs planned, 2 ok; exit 2" in out
 
 
 def test_one_dry_run_keeps_its_plan_and_writes_files(capsys, tmp_path, bad_spec):

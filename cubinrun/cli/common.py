@@ -149,6 +149,9 @@ def one_run(spec_path: str, overrides: tuple[str, ...], device: int | None):
     task = tasks[0]
     if task.error is not None:
         raise task.error
+    if len(tasks) == 1 and task.skipped is not None:
+        raise UsageError(f"{spec_path}: the point fails the constraint {task.skipped}: "
+                         f"pick another with --set")
     if len(tasks) > 1:
         example = " ".join(f"--set {name}={value}" for name, value in task.point.items())
         raise UsageError(f"{spec_path}: its sweep has {len(tasks)} points and this command runs "

@@ -61,6 +61,7 @@ class LaunchArgs:
     workers_per_gpu: int = 1
     mixed_devices: bool = False
     ray: str | None = None
+    constraints: tuple[str, ...] = ()       # --constraint: expressions over vars
 
     @property
     def spread(self) -> bool:
@@ -93,7 +94,12 @@ def optional_address(args: list[str]) -> list[str]:
 @set_option
 @click.option("--axis", "axes", multiple=True, metavar="AXIS",
               help="Sweep a var, nvbench's grammar: 'N=[1024,4096]', 'N=[2:8:2]', "
-              "'N[pow2]=[16:28:2]' (repeatable; replaces a spec's axis of that name).")
+              "'N[pow2]=[16:28:2]', 'K=[name1,name2]' (repeatable; replaces a spec's axis of "
+              "that name).")
+@click.option("--constraint", "constraints", multiple=True, metavar="EXPR",
+              help="Run only the sweep's points where EXPR over vars is true, e.g. "
+              "'BX * BY <= 1024' (repeatable; added to the spec's constraints). Others are "
+              "listed as skipped.")
 @device_option
 @json_option
 @click.option("--dry-run", is_flag=True,
@@ -150,8 +156,9 @@ def optional_address(args: list[str]) -> list[str]:
 @click.option("--ray", "ray", metavar="[ADDRESS]", help="Run on Ray actors holding a GPU "
               "each: an existing cluster (auto, HOST:PORT, ray://HOST:PORT) or, without "
               "ADDRESS, a local one started for the command (needs cubinrun[ray]).")
-def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no_bench,
-           raw_events, arch, props_file, fail_fast, jsonl, append, csv_path, markdown, junit, samples,
+def launch(specs, overrides, axes, constraints, device, as_json, dry_run, warmup, rep, l2,
+           no_bench, raw_events, arch, props_file, fail_fast, jsonl, append, csv_path, markdown,
+           junit, samples,
            plot, baseline, threshold, ignore_device, no_guard, repeat, sanitize, devices,
            workers_per_gpu, mixed_devices, ray):
     """Build the launcher, load the kernel, make the args, launch, check, time.
@@ -165,7 +172,8 @@ def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no
                       no_bench, raw_events, arch, fail_fast, jsonl, append, csv_path, markdown,
                       junit, samples, plot, baseline, threshold, ignore_device, props_file,
                       guard=not no_guard, repeat=repeat, sanitize=sanitize, devices=devices,
-                      workers_per_gpu=workers_per_gpu, mixed_devices=mixed_devices, ray=ray)
+                      workers_per_gpu=workers_per_gpu, mixed_devices=mixed_devices, ray=ray,
+                      constraints=constraints)
     try:
         _launch(args)
     except CudaError as error:
@@ -181,7 +189,7 @@ def _launch(args: LaunchArgs) -> None:
     _check_numbers(args)
     _check_spread(args)
     baseline = _read_baseline(args)
-    tasks = expand(args.specs, parse_overrides(args.overrides), args.axes)
+    tasks = expand(args.specs, parse_overrides(args.overrides), args.axes, args.constraints)
     if args.dry_run:
         from .dry_run import dry_run
         sys.exit(dry_run(tasks, args))
@@ -261,7 +269,7 @@ def _executor(tasks, args: LaunchArgs, options):
     """Who runs the tasks: this process (one run), a worker process, workers on
     --devices, or Ray actors."""
     from ..runs.executor import InlineExecutor, ProcessExecutor
-    runnable = sum(1 for t in tasks if t.error is None)
+    runnable = sum(1 for t in tasks if t.runnable)
     if args.ray is not None:
         from ..runs.ray_backend import RayExecutor
         return RayExecutor(options, args.ray, args.workers_per_gpu, args.mixed_devices,
@@ -387,7 +395,7 @@ def _write_outputs(records, results, exit_code, not_run, wall_s, args: LaunchArg
         render_result(records[0].live, console())
         if records[0].compare:
             _print_comparison(records[0].compare)
-    elif not single or args.spread:
+    elif not single or args.spread or records[0].outcome:
         render_summary(results, summary, wide_console())
 
 
