@@ -187,16 +187,16 @@ def test_an_error_in_a_new_run_not_in_the_baseline_is_a_strict_failure(capsys, t
     assert run(capsys, "compare", "--strict", base, new)[0] == 5
 
 
-def test_long_tables_show_the_unusual_rows_first(capsys, tmp_path):
-    from cubinrun.results.table import TABLE_ROWS, rows_to_show
-    items = list(range(TABLE_ROWS + 500))
-    shown = rows_to_show(items, lambda i: i != TABLE_ROWS + 400)
-    assert len(shown) == TABLE_ROWS and shown[-1] == TABLE_ROWS + 400 and shown[0] == 0
-    assert rows_to_show(items[:10], lambda i: True) == items[:10]
-    runs = TABLE_ROWS + 200
+def test_long_tables_are_plain_columns_with_every_row(capsys, tmp_path):
+    from cubinrun.results.table import RICH_TABLE_ROWS
+    runs = RICH_TABLE_ROWS + 200
     base = jsonl(tmp_path / "base.jsonl", [timed(point={"N": n}) for n in range(runs)])
     new = jsonl(tmp_path / "new.jsonl", [timed(20.0 if n == runs - 1 else 10.0, point={"N": n})
                                          for n in range(runs)])
     code, out, _ = run(capsys, "compare", base, new)
-    assert code == 5 and f"N={runs - 1}" in out and "SLOWER" in out
-    assert "200 more runs not shown (the result files and --json list every run)" in out
+    lines = out.splitlines()
+    assert code == 5 and len(lines) == runs + 3         # header, rule, rows, summary
+    assert lines[0].split() == ["spec", "point", "baseline", "µs", "new", "µs", "ratio", "95%",
+                                "interval", "p", "verdict"]
+    assert f"N={runs - 1}" in lines[-2] and "SLOWER" in lines[-2]
+    assert lines[-1] == f"{runs - 1} SAME, 1 SLOWER; exit 5"

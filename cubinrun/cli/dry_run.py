@@ -16,10 +16,6 @@ import time
 
 from .common import console
 
-# A table longer than this is printed as plain columns: rich measures every
-# row (2 ms each), which made the table most of a big sweep's dry run.
-RICH_TABLE_ROWS = 1000
-
 
 def dry_run(tasks, args) -> int:
     """Plan every task; the exit code (raises the error of a lone run)."""
@@ -97,6 +93,9 @@ def _plan(task, args, device, binaries, keep_plan: bool) -> _Outcome:
 
 
 def _table(outcomes, exit_code: int, not_run: int) -> None:
+    from rich.text import Text
+
+    from ..results.table import draw
     from ..runs.expand import point_text
     from ..text import dims
     header = ("spec", "point", "kernel", "grid", "block", "status")
@@ -106,24 +105,13 @@ def _table(outcomes, exit_code: int, not_run: int) -> None:
         task = record.task
         if prepared is None:
             status = f"skipped: {task.skipped}" if record.outcome == "skipped" else record.status
-            rows.append((task.spec, point_text(task.point), "", "", "", status))
+            rows.append([Text(task.spec), Text(point_text(task.point)), "", "", "", Text(status)])
         else:
             spec = prepared.plan.spec
-            rows.append((task.spec, point_text(task.point), prepared.kernel_name,
-                         dims(spec.grid), dims(spec.block), "dry-run"))
+            rows.append([Text(task.spec), Text(point_text(task.point)),
+                         Text(prepared.kernel_name), dims(spec.grid), dims(spec.block), "dry-run"])
     out = console()
-    if len(rows) > RICH_TABLE_ROWS:
-        from ..text import plain_table
-        out.file.write(plain_table(header, rows) + "\n")
-    else:
-        from rich.markup import escape
-        from rich.table import Table
-        table = Table(show_edge=False, pad_edge=False)
-        for column in header:
-            table.add_column(column)
-        for row in rows:
-            table.add_row(*(escape(str(c)) for c in row))
-        out.print(table)
+    draw(out, [(name, "left") for name in header], rows)
     counts = {status: sum(1 for o in outcomes if o.document["status"] == status)
               for status in ("dry-run", "skipped", "invalid")}
     out.print(f"{len(outcomes)} runs planned, {counts['dry-run']} ok"

@@ -49,33 +49,28 @@ def compare(baseline, new, threshold, ignore_device, strict, as_json):
 
 
 def _render(comparisons, counts, code, failures: int | None) -> None:
-    from rich.markup import escape
-    from rich.table import Table
+    from rich.text import Text
 
     from ..results.rows import number, point_text
-    from ..results.table import VERDICT_STYLE, not_shown, rows_to_show
-    table = Table(show_edge=False, pad_edge=False)
-    for column in ("spec", "point", "baseline µs", "new µs", "ratio", "95% interval", "p",
-                   "verdict"):
-        table.add_column(column, justify="left" if column in ("spec", "point", "verdict")
-                         else "right")
-    shown = rows_to_show(comparisons, lambda c: c.verdict == "SAME")
-    for c in shown:
+    from ..results.table import VERDICT_STYLE, draw
+    columns = [(name, "left" if name in ("spec", "point", "verdict") else "right")
+               for name in ("spec", "point", "baseline µs", "new µs", "ratio", "95% interval",
+                            "p", "verdict")]
+    rows = []
+    for c in comparisons:
         interval = (f"{c.low:.3f}-{c.high:.3f}" if c.low is not None and c.high is not None
                     else "")
-        style = VERDICT_STYLE.get(c.verdict, "")
-        verdict = escape(c.verdict) + (f" [dim]({escape(c.reason)})[/dim]" if c.reason else "")
+        verdict = Text(c.verdict, VERDICT_STYLE.get(c.verdict, ""))
+        if c.reason:
+            verdict.append(f" ({c.reason})", "dim")
         if failures is not None and c.new_failed:
-            verdict += " [bold red]failed in NEW[/bold red]"
-        table.add_row(escape(c.spec or c.kernel or "?"), escape(point_text(c.point)),
-                      number(c.baseline_us), number(c.new_us),
-                      "" if c.ratio is None else f"{c.ratio:.3f}", interval,
-                      "" if c.p_value is None else f"{c.p_value:.2g}",
-                      f"[{style}]{verdict}[/{style}]" if style else verdict)
+            verdict.append(" failed in NEW", "bold red")
+        rows.append([Text(c.spec or c.kernel or "?"), Text(point_text(c.point)),
+                     number(c.baseline_us), number(c.new_us),
+                     "" if c.ratio is None else f"{c.ratio:.3f}", interval,
+                     "" if c.p_value is None else f"{c.p_value:.2g}", verdict])
     out = console()
-    out.print(table)
-    if note := not_shown(len(shown), len(comparisons)):
-        out.print(note)
+    draw(out, columns, rows)
     strict = f"; --strict: {failures} missing or failed" if failures is not None else ""
     out.print(", ".join(f"{n} {verdict}" for verdict, n in counts.items()) + strict +
               f"; exit {code}")
