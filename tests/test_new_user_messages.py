@@ -64,7 +64,8 @@ def test_a_section_holding_a_key_without_colon_says_so(capsys, spec):
 
 def test_a_broadcast_error_names_the_shapes(capsys, spec):
     text = BASE.replace("y: {shape: [N], init: random}", "y: {shape: [N, 2], init: random}")
-    line = error_line(capsys, "launch", "--dry-run", spec(text + "check:\n  out: {expect: x + y}\n"))
+    text += "check:\n  out: {expect: x + y}\n"
+    line = error_line(capsys, "launch", "--dry-run", spec(text))
     assert line.endswith("check.out.expect: in 'x + y', 'x' has shape [1024] and 'y' has shape "
                          "[1024, 2], which do not broadcast")
 

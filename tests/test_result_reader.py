@@ -127,8 +127,9 @@ def test_the_number_of_results_is_bounded_and_refused_fast(tmp_path):
              "print(usage.ru_utime + usage.ru_stime, usage.ru_maxrss)\n")
     done = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True,
                           text=True, timeout=600, cwd=REPO)
-    message, usage = done.stdout.splitlines()
-    cpu_s, peak_kib = usage.split()
+    lines = done.stdout.splitlines()
+    assert len(lines) == 2, (done.stdout[-2000:], done.stderr[-2000:])
+    message, (cpu_s, peak_kib) = lines[0], lines[1].split()
     assert f"many.jsonl:{MAX_RESULT_RECORDS + 1}: more than {MAX_RESULT_RECORDS} results" \
         in message, done.stderr
     # CPU time, not wall time: a shared CI machine may stretch the latter

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import click
 
 from ..limits import MAX_REPEAT
-from .common import (complete_results, complete_specs, console, device_option, json_option, optional_value,
-                     set_option)
+from .common import (complete_results, complete_specs, console, device_option, json_option,
+                     optional_value, set_option)
 from .sanitize import TOOLS, optional_tool
 
 
@@ -131,7 +131,8 @@ def optional_address(args: list[str]) -> list[str]:
               "(timing.samples_us), for compare's rank test.")
 @click.option("--plot", metavar="PATH", help="Plot the sweep to PATH.png or PATH.svg "
               "(needs cubinrun[plot]).")
-@click.option("--baseline", metavar="FILE", shell_complete=complete_results, help="Compare each run with FILE's (JSON or JSONL) "
+@click.option("--baseline", metavar="FILE", shell_complete=complete_results,
+              help="Compare each run with FILE's (JSON or JSONL) "
               "as it ends; exit 5 when one is SLOWER.")
 @click.option("--threshold", default="3%", show_default=True, metavar="PCT",
               help="With --baseline: the smallest change that counts.")
