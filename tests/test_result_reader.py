@@ -145,7 +145,8 @@ def test_results_keep_only_what_their_readers_use(tmp_path):
     full = {**timed(samples=[1.0, 2.0]), "plan": {"big": list(range(1000))},
             "check": {"passed": True, "outputs": {"out": {"max_abs_err": 0.0}}}}
     [kept] = read_results(jsonl(tmp_path / "r.jsonl", [full]))
-    assert "plan" not in kept and kept["check"] == {"passed": True}
+    assert "plan" not in kept and kept["check"] == {"passed": True,
+                                                   "outputs": {"out": {"passed": None}}}
     assert list(kept["timing"]["samples_us"]) == [1.0, 2.0] and kept.place == "line 1"
 
 
@@ -190,6 +191,14 @@ def test_an_error_in_a_new_run_not_in_the_baseline_is_a_strict_failure(capsys, t
         "spec": "z.yaml", "kernel": None, "point": {}, "exit_code": 3, "status": "build error"}])
     assert run(capsys, "compare", base, new)[0] == 0
     assert run(capsys, "compare", "--strict", base, new)[0] == 5
+
+
+
+def test_points_a_sweep_skips_are_not_strict_failures(capsys, tmp_path):
+    skipped = {"spec": "a.yaml", "kernel": None, "point": {"N": 2}, "exit_code": 0,
+               "status": "skipped", "constraint": "N != 2"}
+    base = jsonl(tmp_path / "base.jsonl", [timed(spec="a.yaml", point={"N": 1}), skipped])
+    assert run(capsys, "compare", "--strict", base, base)[0] == 0
 
 
 def test_long_tables_are_plain_columns_with_every_row(capsys, tmp_path):

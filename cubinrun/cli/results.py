@@ -53,9 +53,10 @@ def _render(comparisons, counts, code, failures: int | None) -> None:
 
     from ..results.rows import number, point_text
     from ..results.table import VERDICT_STYLE, draw
-    columns = [(name, "left" if name in ("spec", "point", "verdict") else "right")
+    energy = any(c.energy_ratio is not None for c in comparisons)
+    columns = [(name, "left" if name in ("spec", "point", "verdict", "energy") else "right")
                for name in ("spec", "point", "baseline µs", "new µs", "ratio", "95% interval",
-                            "p", "verdict")]
+                            "p", "verdict", *(("J/launch ratio", "energy") if energy else ()))]
     rows = []
     for c in comparisons:
         interval = (f"{c.low:.3f}-{c.high:.3f}" if c.low is not None and c.high is not None
@@ -65,10 +66,14 @@ def _render(comparisons, counts, code, failures: int | None) -> None:
             verdict.append(f" ({c.reason})", "dim")
         if failures is not None and c.new_failed:
             verdict.append(" failed in NEW", "bold red")
-        rows.append([Text(c.spec or c.kernel or "?"), Text(point_text(c.point)),
-                     number(c.baseline_us), number(c.new_us),
-                     "" if c.ratio is None else f"{c.ratio:.3f}", interval,
-                     "" if c.p_value is None else f"{c.p_value:.2g}", verdict])
+        cells = [Text(c.spec or c.kernel or "?"), Text(point_text(c.point)),
+                 number(c.baseline_us), number(c.new_us),
+                 "" if c.ratio is None else f"{c.ratio:.3f}", interval,
+                 "" if c.p_value is None else f"{c.p_value:.2g}", verdict]
+        if energy:
+            cells += ["" if c.energy_ratio is None else f"{c.energy_ratio:.3f}",
+                      c.energy_verdict or ""]
+        rows.append(cells)
     out = console()
     draw(out, columns, rows)
     strict = f"; --strict: {failures} missing or failed" if failures is not None else ""

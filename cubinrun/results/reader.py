@@ -38,12 +38,13 @@ _MAX_INT_DIGITS = len(str(2 ** MAX_INT_BITS))
 
 # What is kept of each result: the fields its readers use.
 _KEPT = {"spec", "kernel", "point", "exit_code", "status", "error", "device", "timing",
-         "throughput", "check", "pow2", "compare", "energy", "timer", "wall_s"}
+         "throughput", "check", "pow2", "compare", "energy", "timer", "wall_s", "constraint"}
 _DEVICE_KEPT = ("name", "ordinal", "uuid", "host")
 _TEXT_KEYS = {"spec", "kernel", "status"}
 _OBJECT_KEYS = {"device", "timing", "throughput", "check", "compare", "error", "energy"}
 _TIME_KEYS = {"median_us", "min_us", "max_us", "mean_us", "std_us", "p10_us", "p90_us",
-              "sm_clock_mhz", "event_offset_us"}
+              "sm_clock_mhz", "event_offset_us", "noise"}
+_ENERGY_KEYS = {"j_per_launch", "watts", "sm_clock_mhz", "window_s", "launch_us"}
 
 
 class Located(dict):
@@ -238,8 +239,12 @@ def _checked(result, where: str, place: str) -> Located:
     kept.setdefault("kernel", None)
     if isinstance(kept.get("device"), dict):
         kept["device"] = {k: v for k, v in kept["device"].items() if k in _DEVICE_KEPT}
-    if isinstance(kept.get("check"), dict):
+    if isinstance(kept.get("check"), dict):          # what passed, not the errors' details
+        outputs = kept["check"].get("outputs")
         kept["check"] = {"passed": kept["check"].get("passed")}
+        if isinstance(outputs, dict):
+            kept["check"]["outputs"] = {name: {"passed": out.get("passed")}
+                                        for name, out in outputs.items() if isinstance(out, dict)}
     samples = (kept.get("timing") or {}).get("samples_us")
     if samples is not None:
         kept["timing"] = {**kept["timing"], "samples_us": array("d", samples)}
@@ -287,6 +292,10 @@ def _problem(result: dict) -> str | None:
     if samples is not None and not (isinstance(samples, list) and len(samples) <= MAX_RESULT_SAMPLES
                                     and all(_number(v) and v >= 0 for v in samples)):
         return f"`timing.samples_us` should be a list of at most {MAX_RESULT_SAMPLES} times >= 0"
+    energy = result.get("energy") or {}
+    for key in _ENERGY_KEYS & energy.keys():
+        if energy[key] is not None and not (_number(energy[key]) and energy[key] >= 0):
+            return f"`energy.{key}` should be a number >= 0"
     throughput = result.get("throughput") or {}
     if not all(v is None or _number(v) for v in throughput.values()):
         return "`throughput` should hold numbers"

@@ -1,9 +1,9 @@
 """The tables at the end of a multi-run command (stdout): the runs (spec,
-point, median, throughput, % of peak, check, status, and the baseline verdict
-when there is one; then a one-line summary), and `draw`, which every table of
-runs goes through: rich up to RICH_TABLE_ROWS rows, plain aligned columns past
-that, since rich spends about 2 ms measuring each row (minutes for a
-100 000-point sweep)."""
+point, median, throughput, % of peak, check, status, joules per launch when
+measured, and the baseline verdict when there is one; then a one-line
+summary), and `draw`, which every table of runs goes through: rich up to
+RICH_TABLE_ROWS rows, plain aligned columns past that, since rich spends about
+2 ms measuring each row (minutes for a 100 000-point sweep)."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -39,6 +39,9 @@ def render_summary(results: list[dict], summary: dict, console) -> None:
     columns = [(name, "right" if name in ("median µs", "throughput", "% peak") else "left")
                for name in ("spec", "point", "median µs", "throughput", "% peak", "check",
                             "status")]
+    energy = any(r.get("energy") for r in results)
+    if energy:
+        columns.append(("J/launch", "right"))
     if compared:
         columns.append(("vs baseline", "left"))
     gpus = device_labels(results)
@@ -53,6 +56,8 @@ def render_summary(results: list[dict], summary: dict, console) -> None:
         cells = [Text(flat["spec"]), Text(flat["point"]), number(flat["median_us"]),
                  f"{number(flat['throughput'])} {flat['unit']}".strip(),
                  percent(flat["peak_fraction"]), flat["check"], Text(status, style)]
+        if energy:
+            cells.append(number(flat["j_per_launch"], 4))
         if compared:
             compare = result.get("compare") or {}
             verdict = compare.get("verdict", "")

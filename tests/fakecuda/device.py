@@ -5,7 +5,9 @@ as an H200 would (device memory is host memory). Tests put it in place of
 Faults, for the multi-run tests: a kernel named in `sticky_kernels` poisons
 the context at the next synchronise (as an illegal address does: every later
 call fails the same way, until cuDevicePrimaryCtxReset), and one named in
-`crash_kernels` kills the process when it is loaded.
+`crash_kernels` kills the process when it is loaded. A module whose image
+holds `sticky_marker` (bytes appended to a copy of a cubin) faults like a
+sticky kernel: for sweeps where only some points' binaries fault.
 
 Several devices, for the scale-out tests: $FAKECUDA_DEVICES=N gives N of them
 (named by $FAKECUDA_NAMES, comma-separated, the last name repeated), and then
@@ -73,10 +75,14 @@ class FakeDevice:
     KERNEL_US = 3.0
     TOTAL_MEMORY = 141 << 30
 
-    def __init__(self, launches: Callable[[], int]):
+    CLOCK_FUNCTION = 0xC10C             # cubinrun_clock: the fake libcuda writes its record
+
+    def __init__(self, launches: Callable[[], int], libcuda=None):
         self.launches = launches            # how many launches the fake libcuda took
+        self.libcuda = libcuda              # a FakeDriver, for the graph calls
         self.sticky_kernels: set[str] = set()
         self.crash_kernels: set[str] = set()
+        self.sticky_marker: bytes = b""     # a module whose image holds it faults
         self.poison_at_sync = False
         self.poisoned = False
         self.recorded: dict[int, int] = {}
@@ -110,14 +116,18 @@ class FakeDevice:
     def cuDeviceGetAttribute(self, attribute, handle):
         return self.ATTRIBUTES.get(attribute.name.removeprefix("CU_DEVICE_ATTRIBUTE_"), 1)
 
-    def cuModuleLoadData(self, image): return 7
+    def cuModuleLoadData(self, image):
+        if self.sticky_marker and self.sticky_marker in bytes(image):
+            self.poison_at_sync = True      # a module marked to fault (its launch "faults")
+        return 7
+
     def cuModuleGetFunction(self, module, name):
         kernel = name.decode()
         if kernel in self.crash_kernels:
             os.kill(os.getpid(), signal.SIGKILL)
         if kernel in self.sticky_kernels:
             self.poison_at_sync = True      # its launch "faults"; the next sync says so
-        return 0xF00D
+        return self.CLOCK_FUNCTION if kernel == "cubinrun_clock" else 0xF00D
 
     def cuFuncGetAttribute(self, attribute, function):
         key = attribute.name.removeprefix("CU_FUNC_ATTRIBUTE_")
@@ -166,3 +176,28 @@ class FakeDevice:
         return (self.EVENT_OFFSET_US + launches * self.KERNEL_US) / 1000.0
 
     def cuEventDestroy(self, event): return None
+
+    # Stream capture and graphs: the fake libcuda holds the launches, so it answers.
+    def _graph(self, name, result, *values):
+        if result != 0:
+            raise driver.cuda_error(name, result)
+        return values[0] if values else None
+
+    def cuStreamBeginCapture(self, stream, mode):
+        return self._graph("cuStreamBeginCapture", self.libcuda.begin_capture(stream, int(mode)))
+
+    def cuStreamEndCapture(self, stream):
+        return self._graph("cuStreamEndCapture", *self.libcuda.end_capture(stream))
+
+    def cuGraphInstantiate(self, graph, flags):
+        return self._graph("cuGraphInstantiate", *self.libcuda.instantiate(graph))
+
+    def cuGraphLaunch(self, graph_exec, stream):
+        return self._graph("cuGraphLaunch", self.libcuda.launch_graph(graph_exec, stream))
+
+    def cuGraphExecDestroy(self, graph_exec):
+        return self._graph("cuGraphExecDestroy", self.libcuda.destroy("cuGraphExecDestroy",
+                                                                      graph_exec))
+
+    def cuGraphDestroy(self, graph):
+        return self._graph("cuGraphDestroy", self.libcuda.destroy("cuGraphDestroy", graph))
