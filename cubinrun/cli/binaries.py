@@ -82,6 +82,12 @@ def init(path, kernel_name, output, force):
     from ..binary.cubin import load_cubin
     from .starter import pick_kernel, starter_spec
     cubin = existing(path)
+    if cubin.suffix in (".cu", ".cuh"):
+        from ..errors import UsageError
+        built = cubin.with_suffix(".cubin").name
+        raise UsageError(f"{path} is CUDA source; init reads a cubin: compile it first "
+                         f"(cubinrun compile {path} --arch sm_90 -o {built}), then "
+                         f"cubinrun init {built}")
     info = load_cubin(cubin)
     target = Path(output) if output is not None else None
     text = starter_spec(info, pick_kernel(info, kernel_name), cubin,
