@@ -33,6 +33,15 @@ MAX_RESULTS_BYTES = 256 * MiB
 MAX_HEADERS = 1000
 # Samples of one run in a results file: timing takes at most 10 000.
 MAX_RESULT_SAMPLES = 1_000_000
+# Results in one results file: as many as the points of the largest sweep.
+# JSON lines are parsed one at a time and each result keeps only what compare
+# and plot use; comparing two files of this size takes ~10 s and ~1 GB.
+MAX_RESULT_RECORDS = 100_000
+# One JSON document (not JSON lines) is parsed whole, so it is held whole:
+# launch --json of a sweep without --samples is a few MiB.
+MAX_RESULTS_DOCUMENT_BYTES = 64 * MiB
+# A string in a results file (a spec path, a kernel's name, a point's value).
+MAX_RESULT_TEXT_CHARS = 4096
 # Parsed cubin facts in the cache: far above those of any cubin.
 MAX_FACTS_BYTES = 64 * MiB
 # A spec is written by hand or a script: a few KiB.

@@ -61,8 +61,9 @@ def test_gen_usage_errors(capsys):
     assert code == 2 and "give a SPEC or --signature" in err
     code, _, err = run(capsys, "gen", "--signature", "*fp32,f32")
     assert code == 2 and one_error_line(err) == (
-        "error: signature[1]: unknown type 'f32'; expected one of i1, i8, i16, i32, i64, u1, "
-        "u8, u16, u32, u64, fp16, bf16, fp32, fp64, *T, *kT, constexpr, nvTmaDesc, "
+        "error: signature[1]: unknown type 'f32' (did you mean \"fp32\"?); expected one of "
+        "i1, i8, i16, i32, i64, u1, u8, u16, u32, u64, fp16, bf16, fp32, fp64, *T, *kT, "
+        "constexpr, nvTmaDesc, "
         "tensordesc<T[dims]>, struct[T, ...], T[n], TxN or a list")
 
 

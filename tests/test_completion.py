@@ -56,6 +56,20 @@ def test_spec_paths_complete_to_yaml_files_and_folders(capsys, monkeypatch):
     assert complete(capsys, monkeypatch, "cubinrun launch vector") == []
 
 
+def test_result_files_complete_to_json_and_jsonl(capsys, monkeypatch, tmp_path):
+    for name in ("base.jsonl", "base.json", "base.yaml", "base.png"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "bench").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert complete(capsys, monkeypatch, "cubinrun compare ba") == ["base.json", "base.jsonl"]
+    assert complete(capsys, monkeypatch, "cubinrun compare base.json b") == [
+        "base.json", "base.jsonl", "bench/"]
+    assert complete(capsys, monkeypatch, "cubinrun plot base.json ba") == [
+        "base.json", "base.jsonl"]
+    assert complete(capsys, monkeypatch, "cubinrun launch x.yaml --baseline ba") == [
+        "base.json", "base.jsonl"]
+
+
 def test_bash_runs_the_script(tmp_path):
     """The real script in a real bash, asking the installed `cubinrun`."""
     bash = shutil.which("bash")

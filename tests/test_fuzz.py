@@ -48,7 +48,7 @@ from cubinrun.cli import main  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 LONG = os.environ.get("CUBINRUN_FUZZ") == "long"
-TARGETS = 9
+TARGETS = 10
 BUDGET = float(os.environ.get("CUBINRUN_FUZZ_SECONDS", "120")) / TARGETS
 SLOW_SECONDS = 10.0                 # generous: CI machines are shared
 MAX_RSS_BYTES = 3 << 30             # the test process's peak, all examples together
@@ -81,7 +81,7 @@ class Outcome:
         self.code, self.stderr, self.seconds = code, stderr, seconds
 
 
-def run_cli(*args: str, many: bool = False) -> Outcome:
+def run_cli(*args: str, many: bool = False, codes=(0, 1, 2, 3, 4)) -> Outcome:
     out, err = io.StringIO(), io.StringIO()
     start = time.perf_counter()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -92,20 +92,21 @@ def run_cli(*args: str, many: bool = False) -> Outcome:
         else:
             code = None
     outcome = Outcome(code, err.getvalue(), time.perf_counter() - start)
-    check_property(outcome, args, many)
+    check_property(outcome, args, many, codes)
     return outcome
 
 
-def check_property(outcome: Outcome, args, many: bool = False) -> None:
-    """`many`: a sweep, whose failed points each have their one line."""
+def check_property(outcome: Outcome, args, many: bool = False, codes=(0, 1, 2, 3, 4)) -> None:
+    """`many`: a sweep, whose failed points each have their one line; `codes`:
+    the exit codes the command may end with."""
     what = " ".join(map(str, args))[:200]
-    assert outcome.code in (0, 1, 2, 3, 4), (outcome.code, what, outcome.stderr[-2000:])
+    assert outcome.code in codes, (outcome.code, what, outcome.stderr[-2000:])
     assert "Traceback" not in outcome.stderr, (what, outcome.stderr[-3000:])
     lines = outcome.stderr.strip().splitlines()
     if many and len(lines) > 1:
         assert all(line.startswith(("error: ", "invalid: ")) and len(line) < 1000
                    for line in lines), (what, outcome.stderr[-2000:])
-    elif outcome.code not in (0, 1, 3):         # 3 may print the compiler's log first
+    elif outcome.code not in (0, 1, 3, 5):      # 3 may print the compiler's log first
         assert len(lines) == 1 and len(lines[0]) < 1000, (what, outcome.stderr[-2000:])
     assert outcome.seconds < SLOW_SECONDS, (what, outcome.seconds)
     if resource is not None:
@@ -415,9 +416,72 @@ def test_fuzz_results(tmp_path):
         a.write_text(json.dumps(base))
         b.write_text("\n".join(json.dumps(r) for r in new.get("results", []))
                      if lines and isinstance(new, dict) else json.dumps(new))
-        run_cli("compare", str(a), str(b))
-        run_cli("compare", "--json", str(a), str(b))
+        run_cli("compare", str(a), str(b), codes=COMPARE_CODES)
+        run_cli("compare", "--json", str(a), str(b), codes=COMPARE_CODES)
     fuzz("results", inner)
+
+
+COMPARE_CODES = (0, 2, 5)           # same or faster, refused, slower (or --strict)
+
+# Number tokens JSON's grammar allows but no float or small integer holds, and
+# the constants it does not allow: written into the text as they are.
+HOSTILE_NUMBERS = ["9" * 400, "-" + "9" * 400, "1" + "0" * 80, "1e400", "-1e400", "1e-400",
+                   "1E+309", "NaN", "Infinity", "-Infinity", "0", "-0", "0.0", "1.5", "2e5"]
+
+
+@st.composite
+def hostile_results(draw) -> str:
+    """JSON lines of results whose numbers are huge, beyond a float's range or
+    non-finite, whose points mix numbers and strings, and which repeat runs."""
+    tokens: list[str] = []
+
+    def number():
+        if draw(st.booleans()):
+            return draw(st.floats(0.5, 1e4))
+        tokens.append(draw(st.sampled_from(HOSTILE_NUMBERS)))
+        return f"@@{len(tokens) - 1}@@"
+
+    def point_value():
+        return draw(st.one_of(st.integers(1, 4).map(lambda v: 2 ** (10 + v)),
+                              st.sampled_from(["naive", "tiled", "1024", ""]),
+                              st.just(None).map(lambda _: number())))
+    lines = []
+    for _ in range(draw(st.integers(1, 6))):
+        timing = {key: number() for key in draw(st.lists(st.sampled_from(
+            ["median_us", "std_us", "p10_us", "p90_us", "samples", "sm_clock_mhz"]),
+            max_size=6, unique=True))}
+        if draw(st.booleans()):
+            timing["samples_us"] = [number() for _ in range(draw(st.integers(0, 8)))]
+        result = {"spec": draw(st.sampled_from(["a.yaml", "b.yaml"])), "kernel": "k",
+                  "point": {"N": point_value()}, "timing": timing,
+                  "throughput": {"gbps": number()}, "exit_code": draw(st.sampled_from([0, 1, 4]))}
+        lines.append(json.dumps(result))
+    text = "\n".join(lines) + "\n"
+    for at, token in enumerate(tokens):
+        text = text.replace(f'"@@{at}@@"', token)
+    return text
+
+
+def test_fuzz_result_numbers(tmp_path):
+    """Result files with huge integers, numbers beyond a float's range,
+    non-finite constants, mixed point types and repeated runs, through compare
+    (--strict too) and plot: one line or a verdict, never a traceback."""
+    import importlib.util
+    plots = importlib.util.find_spec("matplotlib") is not None
+
+    @examples(40)
+    @given(hostile_results(), hostile_results(), st.booleans())
+    def inner(base, new, strict):
+        counts["result numbers"] += 1
+        a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+        a.write_text(base)
+        b.write_text(new)
+        run_cli("compare", *(["--strict"] if strict else []), str(a), str(b),
+                codes=COMPARE_CODES)
+        if plots:
+            run_cli("plot", str(a), str(b), "-o", str(tmp_path / "p.svg"), "--force",
+                    codes=(0, 2))
+    fuzz("result numbers", inner)
 
 
 # --- sweeps: spec axes, --axis and constraints ---------------------------------

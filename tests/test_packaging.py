@@ -90,3 +90,11 @@ def test_the_wheel_metadata_is_complete():
     assert meta["License-Expression"] == "MIT"
     assert any(c.startswith("Environment :: GPU") for c in meta.get_all("Classifier"))
     assert set(meta.get_all("Provides-Extra")) >= {"plot", "ray", "sanitize", "test"}
+
+
+def test_the_classifiers_name_every_system_it_runs_on():
+    """Linux and Windows x64 (README "On Windows"), so an index shows both."""
+    text = (REPO / "pyproject.toml").read_text()
+    for system in ("Operating System :: POSIX :: Linux",
+                   "Operating System :: Microsoft :: Windows"):
+        assert f'"{system}"' in text

@@ -153,7 +153,7 @@ def test_reader_takes_every_shape_and_names_a_bad_line(tmp_path):
     with pytest.raises(UsageError, match="bad.jsonl:2: not JSON"):
         read_results(tmp_path / "bad.jsonl")
     (tmp_path / "other.json").write_text("[1, 2]")
-    with pytest.raises(UsageError, match="not cubinrun results"):
+    with pytest.raises(UsageError, match="other.json:1: not a cubinrun result"):
         read_results(tmp_path / "other.json")
 
 
@@ -207,11 +207,15 @@ def test_plot_errors_are_one_line(capsys, tmp_path, monkeypatch):
     assert code == EXIT_USAGE and "pip install 'cubinrun[plot]'" in err
 
 
-def test_jsonl_appends_to_what_the_file_holds(tmp_path):
+def test_jsonl_is_afresh_and_appends_only_when_asked(tmp_path):
     from cubinrun.results.writers import JsonLines
     path = tmp_path / "all.jsonl"
-    for first in (1, 2):                    # two commands collecting one file
+    for first in (1, 2):                    # two commands writing one file
         lines = JsonLines(str(path))
         lines.write(result(draw(first), point={"N": first}))
         lines.close()
-    assert [r["point"] for r in read_results(path)] == [{"N": 1}, {"N": 2}]
+    assert [r["point"] for r in read_results(path)] == [{"N": 2}]
+    lines = JsonLines(str(path), append=True)   # --append: collecting one file
+    lines.write(result(draw(3), point={"N": 3}))
+    lines.close()
+    assert [r["point"] for r in read_results(path)] == [{"N": 2}, {"N": 3}]

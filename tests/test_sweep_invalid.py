@@ -49,7 +49,7 @@ def test_a_point_ptxas_refuses_for_shared_memory_is_invalid(tmp_path, capsys, po
     spec.write_text(SPEC + policy)
     got, out, err = run_cli(capsys, "launch", "--dry-run", "--json", spec)
     results = json.loads(out)["results"]
-    assert got == code and [r["status"] for r in results] == ["ok", "invalid"]
+    assert got == code and [r["status"] for r in results] == ["dry-run", "invalid"]
     invalid = results[1]
     assert invalid["exit_code"] == code and invalid["error"]["type"] == "invalid"
     assert invalid["error"]["message"] == ("stage needs 262144 bytes of shared data, more than "
@@ -95,8 +95,8 @@ def test_the_tiled_copy_sample_dry_runs_with_skipped_and_invalid_points(capsys):
     assert got == EXIT_OK
     assert [(r["point"]["VARIANT"], r["point"]["TILE"], r["point"]["ROWS"], r["status"])
             for r in results] == [
-        ("naive", 64, 8, "ok"), ("naive", 64, 16, "ok"), ("naive", 128, 8, "ok"),
-        ("naive", 128, 16, "skipped"), ("shared", 64, 8, "ok"), ("shared", 64, 16, "ok"),
+        ("naive", 64, 8, "dry-run"), ("naive", 64, 16, "dry-run"), ("naive", 128, 8, "dry-run"),
+        ("naive", 128, 16, "skipped"), ("shared", 64, 8, "dry-run"), ("shared", 64, 16, "dry-run"),
         ("shared", 128, 8, "invalid"), ("shared", 128, 16, "skipped")]
     assert results[3]["constraint"] == "TILE * ROWS <= 1024"
     assert err.count("\n") == 1 and "needs 66048 bytes of shared data" in err
@@ -155,7 +155,7 @@ sweep_invalid: skip
 """)
     got, out, err = run_cli(capsys, "launch", "--dry-run", "--json", spec)
     results = json.loads(out)["results"]
-    assert got == EXIT_OK and [r["status"] for r in results] == ["ok", "invalid"]
+    assert got == EXIT_OK and [r["status"] for r in results] == ["dry-run", "invalid"]
     registers = results[0]["plan"]["binary"]["registers"]
     per_warp = -(-registers * 32 // 256) * 256
     assert registers > 64 and results[1]["error"]["message"] == (

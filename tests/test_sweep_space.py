@@ -170,7 +170,7 @@ def test_dry_run_lists_skipped_points_and_exits_0(tmp_path, capsys):
     assert code == 0
     results = json.loads(capsys.readouterr().out)["results"]
     statuses = [r["status"] for r in results]
-    assert statuses.count("ok") == 3 and statuses.count("skipped") == 9
+    assert statuses.count("dry-run") == 3 and statuses.count("skipped") == 9
     assert {r["constraint"] for r in results if r["status"] == "skipped"} == {"BX == TILE"}
     code = run(["launch", "--dry-run", str(path), "--constraint", "BX == 16"])
     out = capsys.readouterr().out

@@ -139,18 +139,15 @@ def fall_back(why: str) -> Path:
 
 
 def _check_tree(root: Path, kind: str, create: bool) -> None:
-    if not _CHECKED:
-        if create:
-            (root / kind).mkdir(parents=True, exist_ok=True)
-        return
     root = Path(os.path.abspath(root))
-    for parent in root.parents:
-        try:
-            st = os.stat(parent)
-        except FileNotFoundError:
-            continue                    # made below, by this user
-        if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
-            raise Untrusted(f"{parent} is writable by others")
+    if _CHECKED:
+        for parent in root.parents:
+            try:
+                st = os.stat(parent)
+            except FileNotFoundError:
+                continue                # made below, by this user
+            if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+                raise Untrusted(f"{parent} is writable by others")
     if create:
         root.parent.mkdir(parents=True, exist_ok=True)
     for path in (root, root / kind):
@@ -167,9 +164,10 @@ def _check_tree(root: Path, kind: str, create: bool) -> None:
             return
         if stat.S_ISLNK(st.st_mode):
             raise Untrusted(f"{path} is a symlink")
-        if not stat.S_ISDIR(st.st_mode):
+        if not stat.S_ISDIR(st.st_mode):    # on Windows too: only owners and modes are ACLs there
             raise Untrusted(f"{path} is not a folder")
-        _check_owner(path, st)
+        if _CHECKED:
+            _check_owner(path, st)
     if create and not os.access(root / kind, os.W_OK):
         raise PermissionError(13, "read-only", str(root / kind))
 

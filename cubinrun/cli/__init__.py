@@ -4,9 +4,10 @@ commands that need no GPU start fast.
 
 Data goes to stdout, diagnostics to stderr. A `CubinrunError` ends as one
 line on stderr and its exit code (docs/commands.md); `--debug` shows the
-traceback too, and keeps the exit code. A reader that closes stdout early
-(`| head -1`) ends the output quietly, as other tools do on EPIPE; a stdout
-that cannot be written (`> /dev/full`) is one line and exit code 2.
+traceback too, and keeps the exit code. stdout never decides the exit code
+(cli.stdout): a reader that closes it early (`| head -1`) ends the output
+quietly, a stdout that cannot be written (`> /dev/full`) is one line on
+stderr, and the command's own code stands either way.
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ import click
 
 from ..errors import EXIT_USAGE, BuildError, CubinrunError, one_line
 from . import binaries, caches, device, launch, profile, repro, results, schema, source, tune
-from .common import JSON_BEFORE_COMMAND, Flags, everywhere_options, silence_stdout
+from . import stdout
+from .common import JSON_BEFORE_COMMAND, Flags, everywhere_options
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -62,6 +64,7 @@ def _print_error(error: CubinrunError) -> None:
 def main(argv: list[str] | None = None) -> None:
     Flags.debug = False
     no_color = os.environ.get("NO_COLOR")   # --no-color sets it for this command only
+    original, guard = stdout.install()
     try:
         code = _dispatch(argv)
     except SystemExit as done:              # a command's own exit code (launch's 1)
@@ -69,7 +72,9 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         if no_color is None:
             os.environ.pop("NO_COLOR", None)
-    sys.exit(_finish_stdout(code))
+        guard.flush()                       # now, while a failure can still be reported
+        sys.stdout = original
+    sys.exit(code)
 
 
 def _dispatch(argv: list[str] | None) -> int:
@@ -89,9 +94,6 @@ def _dispatch(argv: list[str] | None) -> int:
     except click.exceptions.Abort:
         sys.stderr.write("aborted\n")
         return 130
-    except BrokenPipeError:
-        silence_stdout()
-        return 0
     except OSError as error:                # a file the OS refused to read or write
         if Flags.debug:
             import traceback
@@ -101,15 +103,3 @@ def _dispatch(argv: list[str] | None) -> int:
         return EXIT_USAGE
     return 0
 
-
-def _finish_stdout(code: int) -> int:
-    """Flush stdout now, while a failure can still be reported (not at exit)."""
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        silence_stdout()
-    except OSError as error:
-        silence_stdout()
-        sys.stderr.write(f"error: cannot write to stdout: {error.strerror or error}\n")
-        return code or EXIT_USAGE
-    return code

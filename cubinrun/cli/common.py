@@ -45,8 +45,8 @@ set_option = click.option("--set", "overrides", multiple=True, metavar="NAME=VAL
                           help="Override a var of the spec (repeatable).")
 json_option = click.option("--json", "as_json", is_flag=True, callback=_json_flag,
                            help="Print one JSON document on stdout and nothing else there.")
-device_option = click.option("--device", type=click.IntRange(0, 2**31 - 1), default=None,
-                             metavar="N",
+ORDINAL = click.IntRange(0, 2**31 - 1)
+device_option = click.option("--device", type=ORDINAL, default=None, metavar="N",
                              help="CUDA device ordinal (default 0).")
 force_option = click.option("--force", is_flag=True, help="Overwrite the -o file if it exists.")
 
@@ -65,13 +65,7 @@ def console(stderr: bool = False):
 
     from rich.console import Console
 
-    class _Console(Console):
-        def on_broken_pipe(self) -> None:
-            # rich exits with 1 here, the code of a failed check: let the
-            # command decide (launch keeps its run's code, others exit 0).
-            raise BrokenPipeError
-
-    out = _Console(stderr=stderr, highlight=False)
+    out = Console(stderr=stderr, highlight=False)     # stdout is guarded: cli.stdout
     stream = sys.stderr if stderr else sys.stdout
     if not (hasattr(stream, "isatty") and stream.isatty()):
         out.width = UNWRAPPED_WIDTH
@@ -83,6 +77,16 @@ def complete_specs(ctx, param, incomplete: str) -> list:
     """Shell completion of a SPEC argument: the YAML files and folders that
     start with what was typed (a folder is a valid SPEC for launch, and the way
     to the specs in it). Hidden entries only when a dot was typed."""
+    return _complete_files(incomplete, (".yaml", ".yml"))
+
+
+def complete_results(ctx, param, incomplete: str) -> list:
+    """Shell completion of a results file (compare, plot, --baseline): the
+    JSON and JSON lines files and the folders on the way to them."""
+    return _complete_files(incomplete, (".json", ".jsonl"))
+
+
+def _complete_files(incomplete: str, suffixes: tuple[str, ...]) -> list:
     from click.shell_completion import CompletionItem
     folder, _, start = incomplete.rpartition("/")
     base = Path(folder + "/" if folder or incomplete.startswith("/") else ".")
@@ -98,7 +102,7 @@ def complete_specs(ctx, param, incomplete: str) -> list:
         typed = f"{folder}/{name}" if folder or incomplete.startswith("/") else name
         if entry.is_dir():
             out.append(CompletionItem(typed + "/"))
-        elif entry.suffix in (".yaml", ".yml"):
+        elif entry.suffix in suffixes:
             out.append(CompletionItem(typed))
     return out
 
@@ -139,7 +143,7 @@ def one_run(spec_path: str, overrides: tuple[str, ...], device: int | None):
     from ..errors import UsageError
     from ..gpu.props import device_values_of
     from ..pipeline.prepare import plan_spec
-    from ..runs.expand import expand, point_text
+    from ..runs.expand import expand
     from ..specfile import parse_overrides
     tasks = expand([spec_path], parse_overrides(overrides))
     task = tasks[0]
@@ -149,8 +153,9 @@ def one_run(spec_path: str, overrides: tuple[str, ...], device: int | None):
         raise UsageError(f"{spec_path}: the point fails the constraint {task.skipped}: "
                          f"pick another with --set")
     if len(tasks) > 1:
+        example = " ".join(f"--set {name}={value}" for name, value in task.point.items())
         raise UsageError(f"{spec_path}: its sweep has {len(tasks)} points and this command runs "
-                         f"one: pick it with --set (e.g. {point_text(task.point)})")
+                         f"one: pick it with --set (e.g. {example})")
     plan = plan_spec(spec_path, task.overrides, device_values_of(device or 0))
     return plan, tuple(f"{k}={v}" for k, v in task.overrides.items())
 
@@ -177,13 +182,3 @@ def optional_value(args: list[str], option: str, takes: Callable[[str], bool],
             out.append(f"{option}={default}")
     return out
 
-
-def silence_stdout() -> None:
-    """Point stdout at the null device, so that Python's own flush at exit does
-    not fail again on a closed pipe."""
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
-    except (OSError, ValueError, AttributeError):
-        pass                                # not a real file (a test's capture)

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import click
 
-from .common import console, device_option, json_option
+from .common import ORDINAL, console, json_option
 
 
 @click.command()
-@device_option
+@click.option("--device", type=ORDINAL, default=None, metavar="N",
+              help="Only this CUDA device (default: every device).")
 @json_option
 def props(device, as_json):
     """Print the properties of every device (or of --device N)."""

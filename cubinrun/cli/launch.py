@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import click
 
 from ..limits import MAX_REPEAT, MAX_SAMPLES
-from .common import (complete_specs, console, device_option, json_option, optional_value,
-                     set_option, silence_stdout)
+from .common import (complete_results, complete_specs, console, device_option, json_option,
+                     optional_value, set_option)
 from .sanitize import TOOLS, optional_tool
 
 
@@ -44,6 +44,7 @@ class LaunchArgs:
     arch: str | None
     fail_fast: bool
     jsonl: str | None
+    append: bool
     csv: str | None
     markdown: str | None
     junit: str | None
@@ -134,17 +135,20 @@ def optional_address(args: list[str]) -> list[str]:
               "--arch gives a known GPU's.")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first run that does not succeed.")
 @click.option("--jsonl", metavar="PATH", help="Write one result per line as each run ends "
-              "(- for stdout).")
+              "(- for stdout); the file is written afresh.")
+@click.option("--append", is_flag=True, help="Add to what the --jsonl file holds instead "
+              "of writing it afresh.")
 @click.option("--csv", "csv_path", metavar="PATH", help="Write the results as CSV.")
-@click.option("--markdown", metavar="PATH", help="Write a Markdown table (e.g. "
-              "$GITHUB_STEP_SUMMARY).")
+@click.option("--markdown", metavar="PATH", help="Write a Markdown table; "
+              "$GITHUB_STEP_SUMMARY is appended to, as GitHub expects.")
 @click.option("--junit", metavar="PATH", help="Write JUnit XML (check failures and "
               "regressions are failures, spec/build/CUDA errors are errors).")
 @click.option("--samples", is_flag=True, help="Keep every timing sample in the JSON results "
               "(timing.samples_us), for compare's rank test.")
 @click.option("--plot", metavar="PATH", help="Plot the sweep to PATH.png or PATH.svg "
               "(needs cubinrun[plot]).")
-@click.option("--baseline", metavar="FILE", help="Compare each run with FILE's (JSON or JSONL) "
+@click.option("--baseline", metavar="FILE", shell_complete=complete_results,
+              help="Compare each run with FILE's (JSON or JSONL) "
               "as it ends; exit 5 when one is SLOWER.")
 @click.option("--threshold", default="3%", show_default=True, metavar="PCT",
               help="With --baseline: the smallest change that counts.")
@@ -171,7 +175,7 @@ def optional_address(args: list[str]) -> list[str]:
               "ADDRESS, a local one started for the command (needs cubinrun[ray]).")
 def launch(specs, overrides, axes, constraints, device, as_json, dry_run, warmup, rep, l2,
            no_bench, raw_events, timer, max_noise, min_samples, energy, arch, props_file,
-           fail_fast, jsonl, csv_path, markdown, junit, samples,
+           fail_fast, jsonl, append, csv_path, markdown, junit, samples,
            plot, baseline, threshold, ignore_device, no_guard, repeat, sanitize, devices,
            workers_per_gpu, mixed_devices, ray):
     """Build the launcher, load the kernel, make the args, launch, check, time.
@@ -179,14 +183,21 @@ def launch(specs, overrides, axes, constraints, device, as_json, dry_run, warmup
     SPEC may be several spec files and folders (their *.yaml); every spec and
     every point of its sweep runs, with CUDA started once (per worker with
     --devices or --ray)."""
+    from ..errors import CudaError
+    from ..runs.outcome import NO_GPU_HINT, no_gpu
     args = LaunchArgs(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2,
-                      no_bench, raw_events, arch, fail_fast, jsonl, csv_path, markdown, junit,
-                      samples, plot, baseline, threshold, ignore_device, props_file,
+                      no_bench, raw_events, arch, fail_fast, jsonl, append, csv_path, markdown,
+                      junit, samples, plot, baseline, threshold, ignore_device, props_file,
                       guard=not no_guard, repeat=repeat, sanitize=sanitize, devices=devices,
                       workers_per_gpu=workers_per_gpu, mixed_devices=mixed_devices, ray=ray,
                       timer=timer, max_noise=max_noise, min_samples=min_samples, energy=energy,
                       constraints=constraints)
-    _launch(args)
+    try:
+        _launch(args)
+    except CudaError as error:
+        if not no_gpu(error):
+            raise
+        raise CudaError(f"{error}; {NO_GPU_HINT}", call=error.call) from None
 
 
 def _launch(args: LaunchArgs) -> None:
@@ -199,7 +210,8 @@ def _launch(args: LaunchArgs) -> None:
     baseline = _read_baseline(args)
     tasks = expand(args.specs, parse_overrides(args.overrides), args.axes, args.constraints)
     if args.dry_run:
-        return _dry_run(tasks, args)
+        from .dry_run import dry_run
+        sys.exit(dry_run(tasks, args))
     sys.exit(_run(tasks, args, baseline))
 
 
@@ -211,9 +223,10 @@ def _check_outputs(args: LaunchArgs) -> None:
                                             ("--junit", args.junit)) if path == "-"]
     if stdout_files and (args.as_json or args.jsonl == "-" or len(stdout_files) > 1):
         raise UsageError(f"{stdout_files[0]} - : only one output may go to stdout")
-    if args.dry_run and any((args.jsonl, args.csv, args.markdown, args.junit, args.plot,
-                             args.baseline)):
-        raise UsageError("--dry-run writes no result files, plots or comparisons")
+    if args.append and (not args.jsonl or args.jsonl == "-"):
+        raise UsageError("--append adds to a --jsonl file: give --jsonl PATH")
+    if args.dry_run and (args.plot or args.baseline):
+        raise UsageError("--dry-run times nothing: no --plot or --baseline")
     if args.props and not args.dry_run:
         raise UsageError("--props describes a device for --dry-run; a launch reads its device")
     if args.sanitize:
@@ -331,9 +344,10 @@ def _read_baseline(args: LaunchArgs):
     if not args.baseline:
         return None
     from ..results.compare import Baseline, parse_threshold
-    from ..results.reader import read_results
-    return Baseline(read_results(args.baseline), parse_threshold(args.threshold),
-                    args.ignore_device)
+    from ..results.reader import read_results, refuse_duplicates
+    results = read_results(args.baseline)
+    refuse_duplicates(results, args.baseline)
+    return Baseline(results, parse_threshold(args.threshold), args.ignore_device)
 
 
 def _run(tasks, args: LaunchArgs, baseline) -> int:
@@ -358,9 +372,10 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
         executor = SanitizerExecutor(args.sanitize, args.device)
     else:
         executor = _executor(tasks, args, options)
-    jsonl = JsonLines(args.jsonl) if args.jsonl else None
+    jsonl = JsonLines(args.jsonl, args.append) if args.jsonl else None
     progress = Progress(len(tasks), enabled=None if not single else False)
     records, results = [], []
+    said_no_gpu = False
     try:
         for note in _notes(executor, options):
             progress.print(f"note: {note}")
@@ -382,25 +397,30 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
             progress.advance()
             if position + 1 < len(tasks):
                 progress.running(tasks[position + 1].label)
-            if record.error and not inline:
+            if record.error and not inline and not (record.no_gpu and said_no_gpu):
                 if record.log and record.error_type == "internal":
                     progress.print(record.log.rstrip())
-                progress.print(record.error_line())
+                progress.print(_no_gpu_line(record, len(tasks)) if record.no_gpu
+                               else record.error_line())
+                said_no_gpu = said_no_gpu or record.no_gpu
     finally:
         progress.close()
         executor.close()
         if jsonl:
             jsonl.close()
     exit_code = most_severe(r.exit_code for r in records)
-    try:
-        _write_outputs(records, results, exit_code, len(tasks) - len(records),
-                       time.perf_counter() - started, args, single)
-        sys.stdout.flush()
-    except BrokenPipeError:             # the reader left: the runs' exit code still counts
-        silence_stdout()
+    _write_outputs(records, results, exit_code, len(tasks) - len(records),
+                   time.perf_counter() - started, args, single)
     if inline and records[0].exception is not None:
         raise records[0].exception      # one run: the error line exactly as before
     return exit_code
+
+
+def _no_gpu_line(record, runs: int) -> str:
+    """No driver or device: said once for the whole command, not once a run."""
+    from ..runs.outcome import NO_GPU_HINT
+    every = f" (the same for all {runs} runs)" if runs > 1 else ""
+    return f"error: {record.error}{every}; {NO_GPU_HINT}"
 
 
 def _stopper(fail_fast: bool):
@@ -411,15 +431,9 @@ def _write_outputs(records, results, exit_code, not_run, wall_s, args: LaunchArg
                    single: bool) -> None:
     from .report import print_json, render_result
     from ..results.table import render_summary
-    from ..results.writers import csv_text, json_document, junit_text, markdown_text, \
-        summarize, write_text
+    from ..results.writers import json_document, summarize, write_files
     summary = summarize(results, exit_code, not_run, wall_s)
-    if args.csv:
-        write_text(args.csv, csv_text(results))
-    if args.markdown:
-        write_text(args.markdown, markdown_text(results, summary))
-    if args.junit:
-        write_text(args.junit, junit_text(results, summary))
+    write_files(results, summary, args.csv, args.markdown, args.junit)
     if args.plot:
         from ..results.plot import plot_results
         plot_results(results, args.plot)
@@ -454,102 +468,3 @@ def _print_comparison(compare: dict) -> None:
     if compare.get("energy_ratio") is not None:
         text += f"; energy {compare['energy_verdict']} {compare['energy_ratio']:.3f}x"
     console().print(text, markup=False)
-
-
-def _dry_run(tasks, args: LaunchArgs) -> None:
-    from ..pipeline.prepare import dry_run
-    from .report import print_json, render_plan
-    if len(tasks) == 1 and tasks[0].skipped is None:
-        task = tasks[0]
-        if task.error is not None:
-            raise task.error
-        prepared = dry_run(task.spec, task.overrides, _dry_device(args), args.arch)
-        if args.as_json:
-            print_json(prepared.to_json())
-        else:
-            render_plan(prepared, console())
-        return
-    sys.exit(_dry_run_many(tasks, args))
-
-
-# A dry run's table longer than this is printed as plain columns: rich measures
-# every row (2 ms each), which made the table most of a big sweep's dry run.
-RICH_TABLE_ROWS = 1000
-
-
-def _dry_run_many(tasks, args: LaunchArgs) -> int:
-    """Every spec and point validated without a GPU: a table (or JSON) and the
-    most severe exit code, so CI on a CPU machine checks a whole folder."""
-    from ..errors import CubinrunError
-    from ..pipeline.prepare import dry_run
-    from .report import print_json
-    from ..runs.outcome import RunRecord, most_severe
-    from ..text import dims
-    from ..binary.load import Binaries
-    rows, documents, codes = [], [], []
-    device = _dry_device(args)
-    binaries = Binaries()               # a sweep's points read and parse their binary once
-    for task in tasks:
-        if task.skipped is not None:
-            record = RunRecord.not_run(task)
-            codes.append(record.exit_code)
-            documents.append(record.to_json())
-            rows.append((task.spec, _point(task), "", "", "", f"skipped: {task.skipped}"))
-            continue
-        try:
-            if task.error is not None:
-                raise task.error
-            prepared = dry_run(task.spec, task.overrides, device, args.arch, binaries.load)
-        except CubinrunError as error:
-            record = RunRecord.failed(task, error)
-            codes.append(record.exit_code)
-            documents.append(record.to_json())
-            sys.stderr.write(record.error_line() + "\n")
-            rows.append((task.spec, _point(task), "", "", "", record.status))
-            continue
-        codes.append(0)
-        # the plan only where it is printed: 100,000 of them held 700 MB
-        documents.append({"spec": task.spec, "point": dict(task.point), "exit_code": 0,
-                          "status": "ok", **({"plan": prepared.to_json()} if args.as_json else {})})
-        spec = prepared.plan.spec
-        rows.append((task.spec, _point(task), prepared.binary.kernel.cxx_name, dims(spec.grid),
-                     dims(spec.block), "ok"))
-    exit_code = most_severe(codes)
-    if args.as_json:
-        print_json({"results": documents, "summary": {"runs": len(tasks), "exit_code": exit_code}})
-    else:
-        header = ("spec", "point", "kernel", "grid", "block", "status")
-        out = wide_console()
-        if len(rows) > RICH_TABLE_ROWS:
-            from ..text import plain_table
-            out.file.write(plain_table(header, rows) + "\n")
-        else:
-            from rich.markup import escape
-            from rich.table import Table
-            table = Table(show_edge=False, pad_edge=False)
-            for column in header:
-                table.add_column(column)
-            for row in rows:
-                table.add_row(*(escape(str(c)) for c in row))
-            out.print(table)
-        skipped = sum(1 for d in documents if d["status"] == "skipped")
-        invalid = sum(1 for d in documents if d["status"] == "invalid")
-        ok = sum(1 for d in documents if d["status"] == "ok")
-        out.print(f"{len(tasks)} runs planned, {ok} ok"
-                  + (f", {skipped} skipped by constraints" if skipped else "")
-                  + (f", {invalid} invalid" if invalid else "")
-                  + f"; exit {exit_code}")
-    return exit_code
-
-
-def _dry_device(args: LaunchArgs):
-    """Device values for a dry run: --props FILE, else --arch's known GPU, else none."""
-    from ..specfile.device_values import for_arch, from_props_file, unavailable
-    if args.props:
-        return from_props_file(args.props, args.device)
-    return for_arch(args.arch) if args.arch else unavailable()
-
-
-def _point(task) -> str:
-    from ..runs.expand import point_text
-    return point_text(task.point)

@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 
 def print_json(document: dict) -> None:
     """One JSON document on stdout; NaN and infinities become null (valid JSON)."""
-    json.dump(finite(document), sys.stdout, indent=2)
-    sys.stdout.write("\n")
+    # One write: json.dump writes each token separately, a million writes for
+    # a compare of 100 000 runs.
+    sys.stdout.write(json.dumps(finite(document), indent=2) + "\n")
 
 
 def render_plan(prepared: "Prepared", console) -> None:

@@ -13,7 +13,7 @@ from .common import complete_specs, set_option
               type=click.Path(), help="Folder to write the reproducer into.")
 @set_option
 @click.option("--arch", metavar="SM", help="Target for compiling source:/ptx: kernels "
-              "(default: device 0's).")
+              "(default: kernel.arch in the spec, else device 0's).")
 @click.option("--force", is_flag=True, help="Overwrite a reproducer already in the folder.")
 def repro(spec_path, folder, overrides, arch, force):
     """Write a reproducer: the cubin, the inputs, the expected outputs, one C
@@ -28,7 +28,7 @@ def repro(spec_path, folder, overrides, arch, force):
     from .common import current_arch, one_run
     plan, _ = one_run(spec_path, overrides, None)
     if needs_device_target(plan.spec) and arch is None:
-        arch = current_arch()
+        arch = plan.spec.kernel.arch or current_arch()   # kernel.arch: no GPU needed
     # a reproducer brings its own launcher: none is built
     written = write_repro(prepare(plan, arch=arch, build_launcher=False), Path(folder),
                           force=force)

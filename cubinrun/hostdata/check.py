@@ -141,13 +141,16 @@ def check_reference(check: Check, output: BufferArg, buffers: Mapping[str, Buffe
     _evaluate(check.expect, env, f"{field}.expect")     # raises for cdiv(x), 1/0, bad names
     try:
         shape = result_shape(check.expect, {n: b.shape for n, b in buffers.items()})
+    except ValueError as exc:                   # names the operands and their shapes
+        raise SpecError(f"in {check.expect.source!r}, {exc}", field=f"{field}.expect") from None
+    try:
         target = np.broadcast_shapes(shape, output.shape)
     except ValueError:
-        shape, target = None, None
+        target = None
     if target != output.shape:
-        shown = "operands that do not broadcast" if shape is None else f"shape {list(shape)}"
-        raise SpecError(f"{check.expect.source!r} has {shown}, which does not broadcast to "
-                        f"the output's {list(output.shape)}", field=f"{field}.expect")
+        raise SpecError(f"{check.expect.source!r} has shape {list(shape)}, which does not "
+                        f"broadcast to the output's {list(output.shape)}",
+                        field=f"{field}.expect")
 
 
 Box = tuple  # (flat start, flat stop, index): a run of flat indices that is a box of the array

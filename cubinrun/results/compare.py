@@ -34,10 +34,10 @@ for it.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UsageError
+from ..errors import EXIT_BUILD, EXIT_CHECK_FAILED, EXIT_CUDA, EXIT_USAGE, UsageError
 from ..text import parse_fraction
 from .reader import point_key
 
@@ -66,13 +66,14 @@ class Comparison:
     baseline_us: float | None = None
     new_us: float | None = None
     reason: str = ""
+    new_failed: bool = False             # the new run has no timing or failed (--strict counts it)
     baseline_j: float | None = None      # energy.j_per_launch, when both sides have it
     new_j: float | None = None
     energy_ratio: float | None = None
     energy_verdict: str | None = None    # SAME, MORE or LESS
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return dict(vars(self))         # dataclasses.asdict deep-copies: 5x slower
 
 
 def parse_threshold(text: str | float) -> float:
@@ -89,15 +90,17 @@ class Baseline:
         self.exact: dict[tuple, dict] = {}
         by_name: dict[tuple, list[dict]] = {}
         for result in results:
-            self.exact.setdefault(_key(result, result.get("spec")), result)
-            by_name.setdefault(_key(result, _name(result.get("spec"))), []).append(result)
+            point = point_key(result.get("point") or {})
+            self.exact.setdefault(_key(result, result.get("spec"), point), result)
+            by_name.setdefault(_key(result, _name(result.get("spec")), point), []).append(result)
         self.by_name = {k: v[0] for k, v in by_name.items() if len(v) == 1}
         self.matched: set[int] = set()
 
     def match(self, result: dict) -> dict | None:
-        found = self.exact.get(_key(result, result.get("spec")))
+        point = point_key(result.get("point") or {})
+        found = self.exact.get(_key(result, result.get("spec"), point))
         if found is None:
-            found = self.by_name.get(_key(result, _name(result.get("spec"))))
+            found = self.by_name.get(_key(result, _name(result.get("spec")), point))
         if found is not None:
             self.matched.add(id(found))
         return found
@@ -105,10 +108,13 @@ class Baseline:
     def compare(self, result: dict) -> Comparison:
         base = self.match(result)
         if base is None:
-            return Comparison(result.get("spec"), result.get("kernel"), result.get("point", {}),
-                              "NEW", reason="no baseline run with this spec, kernel and point")
-        self._check_device(base, result)
-        return compare_pair(base, result, self.threshold)
+            out = Comparison(result.get("spec"), result.get("kernel"), result.get("point", {}),
+                             "NEW", reason="no baseline run with this spec, kernel and point")
+        else:
+            self._check_device(base, result)
+            out = compare_pair(base, result, self.threshold)
+        out.new_failed = failed(result)
+        return out
 
     def missing(self) -> list[Comparison]:
         return [Comparison(r.get("spec"), r.get("kernel"), r.get("point", {}), "MISSING",
@@ -123,14 +129,29 @@ class Baseline:
                              "anyway)")
 
 
+def failed(result: dict) -> bool:
+    """A run that failed (its check, an error) or has no timing; a point its
+    sweep skips (a constraint, `sweep_invalid: skip`) was never meant to run."""
+    if result.get("exit_code") in (EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_BUILD, EXIT_CUDA):
+        return True
+    return (result.get("timing") or {}).get("median_us") is None and \
+        result.get("status") not in ("skipped", "invalid")
+
+
+def strict_failures(comparisons: list[Comparison]) -> list[Comparison]:
+    """What `compare --strict` counts as failures besides SLOWER: a run MISSING
+    from the new side, or one that failed there."""
+    return [c for c in comparisons if c.verdict == "MISSING" or c.new_failed]
+
+
 def compare_results(baseline: list[dict], new: list[dict], threshold: float = DEFAULT_THRESHOLD,
                     ignore_device: bool = False) -> list[Comparison]:
     index = Baseline(baseline, threshold, ignore_device)
     return [index.compare(result) for result in new] + index.missing()
 
 
-def _key(result: dict, spec: str | None) -> tuple:
-    return (spec, result.get("kernel"), point_key(result.get("point") or {}))
+def _key(result: dict, spec: str | None, point: str) -> tuple:
+    return (spec, result.get("kernel"), point)
 
 
 def _name(spec: str | None) -> str | None:
@@ -200,6 +221,8 @@ def _from_samples(base_samples, new_samples, out: Comparison) -> bool:
     from scipy import stats
     base = np.asarray(base_samples, dtype=np.float64)
     new = np.asarray(new_samples, dtype=np.float64)
+    if not (np.median(base) > 0 and np.median(new) > 0):
+        return False                    # nothing measured: no ratio to test (AMBIGUOUS)
     out.method = "mann-whitney"
     out.ratio = float(np.median(new) / np.median(base))
     out.p_value = float(stats.mannwhitneyu(new, base, alternative="two-sided").pvalue)

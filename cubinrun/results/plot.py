@@ -50,32 +50,31 @@ def swept_var(results: list[dict], x: str | None) -> str:
 
 
 def plot_results(results: list[dict], path: str, x: str | None = None,
-                 force: bool = True, option: str = "--plot") -> None:
+                 force: bool = True, option: str = "--plot",
+                 sources: list[str] | None = None) -> None:
     """The plot written to `path` (.png or .svg) as files.py writes outputs:
-    a regular file, never through a link, an existing one only with `force`."""
+    a regular file, never through a link, an existing one only with `force`.
+    `sources`: for results read from several files, each one's file label, so
+    that the same sweep from two files (before and after) is two series."""
     check_path(path)
     require_matplotlib()
     from matplotlib.figure import Figure
-    timed = [r for r in results if (r.get("timing") or {}).get("median_us") is not None]
+    labels = sources or [""] * len(results)
+    timed = [(r, source) for r, source in zip(results, labels)
+             if (r.get("timing") or {}).get("median_us") is not None]
     if not timed:
         raise UsageError("nothing to plot: no run has timing")
-    var = swept_var(timed, x)
-    series: dict[str, list[dict]] = {}
-    for result in timed:
-        if var not in (result.get("point") or {}):
-            continue
-        others = {k: v for k, v in result["point"].items() if k != var}
-        label = Path(result.get("spec") or result.get("kernel") or "?").stem
-        if others:
-            label += f" [{point_text(others)}]"
-        series.setdefault(label, []).append(result)
+    var = swept_var([r for r, _ in timed], x)
+    position = _x_positions(var, [r for r, _ in timed])
+    series = series_of(timed, var)
+    timed = [r for r, _ in timed]
 
     figure = Figure(figsize=(11, 4.2), layout="constrained")
     time_axes, rate_axes = figure.subplots(1, 2)
     xs_all, peaks, units = [], {}, set()
     for label, runs in series.items():
-        runs.sort(key=lambda r: r["point"][var])
-        xs = [r["point"][var] for r in runs]
+        runs.sort(key=lambda r: position(r["point"][var]))
+        xs = [position(r["point"][var]) for r in runs]
         xs_all += xs
         timing = [r["timing"] for r in runs]
         line, = time_axes.plot(xs, [t["median_us"] for t in timing], marker="o", label=label)
@@ -94,12 +93,16 @@ def plot_results(results: list[dict], path: str, x: str | None = None,
                 if peak:
                     name = (run.get("device") or {}).get("name") or "device"
                     peaks[(name, unit)] = peak
-    pow2 = any(var in (r.get("pow2") or ()) for r in timed) or _all_powers_of_two(xs_all)
+    categories = getattr(position, "categories", None)
+    pow2 = categories is None and (any(var in (r.get("pow2") or ()) for r in timed)
+                                   or _all_powers_of_two(xs_all))
     for axes in (time_axes, rate_axes):
         axes.set_xlabel(var)
         axes.grid(True, which="both", alpha=0.3)
         if pow2:
             axes.set_xscale("log", base=2)
+        if categories is not None:
+            axes.set_xticks(range(len(categories)), categories, rotation=30, ha="right")
     medians = [r["timing"]["median_us"] for r in timed if r["timing"]["median_us"] > 0]
     if medians and max(medians) / min(medians) > 20:
         time_axes.set_yscale("log")
@@ -116,6 +119,42 @@ def plot_results(results: list[dict], path: str, x: str | None = None,
     image = io.BytesIO()        # rendered first: matplotlib would open the path itself
     figure.savefig(image, format=Path(path).suffix.lower()[1:], dpi=120)
     write_output(path, image.getvalue(), force, option)
+
+
+def series_of(timed: list[tuple[dict, str]], var: str) -> dict[str, list[dict]]:
+    """The lines of a plot, by label: one per file (when several), spec and
+    values of the other swept vars."""
+    series: dict[str, list[dict]] = {}
+    for result, source in timed:
+        if var not in (result.get("point") or {}):
+            continue
+        others = {k: v for k, v in result["point"].items() if k != var}
+        label = (f"{source}: " if source else "") + \
+            Path(result.get("spec") or result.get("kernel") or "?").stem
+        if others:
+            label += f" [{point_text(others)}]"
+        series.setdefault(label, []).append(result)
+    return series
+
+
+def _x_positions(var: str, results: list[dict]):
+    """Where each value of `var` goes on the x axis: numbers at themselves; a
+    string axis (`K: [naive, coalesced]`) as categories in the order first met.
+    Numbers and strings mixed are refused: no order puts them on one axis."""
+    values = [r["point"][var] for r in results if var in (r.get("point") or {})]
+    texts = [v for v in values if isinstance(v, str)]
+    if not texts:
+        return lambda value: value
+    if len(texts) != len(values):
+        number = next(v for v in values if not isinstance(v, str))
+        raise UsageError(f"--x {var}: the results mix numbers and strings as its values "
+                         f"({var}={number} and {var}={texts[0]!r}): plot one kind at a time")
+    categories = list(dict.fromkeys(texts))
+
+    def position(value: str) -> int:
+        return categories.index(value)
+    position.categories = categories
+    return position
 
 
 def _peak(result: dict, unit: str) -> float | None:

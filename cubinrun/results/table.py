@@ -1,52 +1,72 @@
-"""The table at the end of a multi-run command (stdout): spec, point, median,
-throughput, % of peak, check, status, joules per launch when measured, and the
-baseline verdict when there is one; then a one-line summary."""
+"""The tables at the end of a multi-run command (stdout): the runs (spec,
+point, median, throughput, % of peak, check, status, joules per launch when
+measured, and the baseline verdict when there is one; then a one-line
+summary), and `draw`, which every table of runs goes through: rich up to
+RICH_TABLE_ROWS rows, plain aligned columns past that, since rich spends about
+2 ms measuring each row (minutes for a 100 000-point sweep)."""
 from __future__ import annotations
+
+from typing import Sequence
 
 from .rows import device_labels, number, percent, row
 from .writers import headline
 
 VERDICT_STYLE = {"SAME": "", "FASTER": "green", "SLOWER": "bold red", "AMBIGUOUS": "yellow"}
+RICH_TABLE_ROWS = 1000
+
+
+def draw(console, columns: Sequence[tuple[str, str]], rows: list[list], min_widths=None) -> None:
+    """`columns`: (name, justify); each cell a str or a rich Text (its style is
+    dropped in plain columns)."""
+    if len(rows) > RICH_TABLE_ROWS:
+        from ..text import plain_table
+        console.file.write(plain_table([name for name, _ in columns],
+                                       [[getattr(c, "plain", c) for c in r] for r in rows]) + "\n")
+        return
+    from rich.table import Table
+    table = Table(show_edge=False, pad_edge=False)
+    for name, justify in columns:
+        table.add_column(name, justify=justify, min_width=(min_widths or {}).get(name))
+    for cells in rows:
+        table.add_row(*cells)
+    console.print(table)
 
 
 def render_summary(results: list[dict], summary: dict, console) -> None:
-    from rich.markup import escape
-    from rich.table import Table
+    from rich.text import Text
     compared = any(r.get("compare") for r in results)
-    table = Table(show_edge=False, pad_edge=False)
     widest = {key: max((len(row(r)[key]) for r in results), default=0) for key in ("spec", "point")}
-    for column in ("spec", "point", "median µs", "throughput", "% peak", "check", "status"):
-        table.add_column(column, justify="right" if column in ("median µs", "throughput",
-                                                                "% peak") else "left",
-                         min_width=min(widest.get(column, 0), 40) or None)
+    columns = [(name, "right" if name in ("median µs", "throughput", "% peak") else "left")
+               for name in ("spec", "point", "median µs", "throughput", "% peak", "check",
+                            "status")]
     energy = any(r.get("energy") for r in results)
     if energy:
-        table.add_column("J/launch", justify="right")
+        columns.append(("J/launch", "right"))
     if compared:
-        table.add_column("vs baseline")
+        columns.append(("vs baseline", "left"))
     gpus = device_labels(results)
     if gpus:
-        table.add_column("gpu")
+        columns.append(("gpu", "left"))
+    rows = []
     for position, result in enumerate(results):
         flat = row(result)
         status = flat["status"]
         style = "" if status == "ok" else "dim" if status == "skipped" else \
             "yellow" if result.get("exit_code") == 0 else "red"
-        cells = [escape(flat["spec"]), escape(flat["point"]), number(flat["median_us"]),
+        cells = [Text(flat["spec"]), Text(flat["point"]), number(flat["median_us"]),
                  f"{number(flat['throughput'])} {flat['unit']}".strip(),
-                 percent(flat["peak_fraction"]), flat["check"],
-                 f"[{style}]{escape(status)}[/{style}]" if style else escape(status)]
+                 percent(flat["peak_fraction"]), flat["check"], Text(status, style)]
         if energy:
             cells.append(number(flat["j_per_launch"], 4))
         if compared:
             compare = result.get("compare") or {}
             verdict = compare.get("verdict", "")
             ratio = compare.get("ratio")
-            text = verdict + (f" {ratio:.3f}x" if ratio is not None else "")
-            vstyle = VERDICT_STYLE.get(verdict, "")
-            cells.append(f"[{vstyle}]{text}[/{vstyle}]" if vstyle else text)
+            cells.append(Text(verdict + (f" {ratio:.3f}x" if ratio is not None else ""),
+                              VERDICT_STYLE.get(verdict, "")))
         if gpus:
-            cells.append(escape(gpus[position]))
-        table.add_row(*cells)
-    console.print(table)
+            cells.append(Text(gpus[position]))
+        rows.append(cells)
+    draw(console, columns, rows,
+         {key: min(width, 40) or None for key, width in widest.items()})
     console.print(headline(summary))

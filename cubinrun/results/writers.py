@@ -6,12 +6,19 @@ error an <error>; each run is a test case named by spec and point).
 
 NaN and infinities are written as null (valid JSON). `-` as a path means
 stdout.
+
+Each command writes its result files afresh (SPEC section 3: a CI workspace
+that is reused must not mix runs); `--append` keeps what a JSONL file holds.
+The one exception is the file GitHub names in $GITHUB_STEP_SUMMARY: GitHub
+gives each step that file and documents appending to it (`>>`), so a step
+that printed its own summary first keeps it, and cubinrun's table is added.
 """
 from __future__ import annotations
 
 import csv
 import io
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -61,11 +68,11 @@ def open_output(path: str, mode: str = "w") -> TextIO:
 
 class JsonLines:
     """`--jsonl PATH`: one result per line, flushed as each run ends, so a job
-    that is killed keeps what it finished. Lines are appended to what the
-    file holds (SPEC section 3), so several commands can collect one file."""
+    that is killed keeps what it finished. The file is written afresh, or
+    added to with `append` (--append: several commands collect one file)."""
 
-    def __init__(self, path: str):
-        self.stream = open_output(path, "a")
+    def __init__(self, path: str, append: bool = False):
+        self.stream = open_output(path, "a" if append else "w")
 
     def write(self, result: dict) -> None:
         self.stream.write(json.dumps(finite(result)) + "\n")
@@ -215,11 +222,38 @@ def junit_text(results: list[dict], summary: dict) -> str:
 
 def _classname(spec: str) -> str:
     path = Path(spec)
-    return ".".join([*path.parent.parts, path.stem]).lstrip(".") or "cubinrun"
+    folders = [part for part in path.parent.parts if part != path.anchor]
+    return ".".join([*folders, path.stem]).lstrip(".") or "cubinrun"
 
 
-def write_text(path: str, text: str) -> None:
-    stream = open_output(path)
+def write_files(results: list[dict], summary: dict, csv_path: str | None,
+                markdown: str | None, junit: str | None) -> None:
+    """The result files written once all runs have ended (JSONL goes as they end)."""
+    if csv_path:
+        write_text(csv_path, csv_text(results))
+    if markdown:
+        append = is_step_summary(markdown)
+        write_text(markdown, ("\n" if append else "") + markdown_text(results, summary),
+                   append=append)
+    if junit:
+        write_text(junit, junit_text(results, summary))
+
+
+def is_step_summary(path: str) -> bool:
+    """Whether `path` is GitHub's $GITHUB_STEP_SUMMARY file (appended to, not replaced)."""
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not summary or path == "-":
+        return False
+    if path == summary:
+        return True
+    try:
+        return os.path.samefile(path, summary)
+    except OSError:
+        return False
+
+
+def write_text(path: str, text: str, append: bool = False) -> None:
+    stream = open_output(path, "a" if append else "w")
     try:
         stream.write(text)
     finally:

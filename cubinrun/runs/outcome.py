@@ -26,6 +26,17 @@ STATUS = {EXIT_OK: "ok", EXIT_CHECK_FAILED: "check failed", EXIT_USAGE: "spec er
           EXIT_BUILD: "build error", EXIT_CUDA: "CUDA error", EXIT_REGRESSION: "slower"}
 
 
+# What a launch says once when there is no GPU at all, after the driver's line.
+NO_GPU_HINT = "without a GPU, --dry-run checks every spec and point"
+
+
+def no_gpu(error: BaseException) -> bool:
+    """No driver or no device at all: every run will fail the same way."""
+    return isinstance(error, CudaError) and (
+        str(error).startswith("no NVIDIA driver found")
+        or getattr(error, "result_name", None) == "CUDA_ERROR_NO_DEVICE")
+
+
 def most_severe(codes: Iterable[int]) -> int:
     return max(codes, key=SEVERITY.index, default=EXIT_OK)
 
@@ -50,6 +61,7 @@ class RunRecord:
     log: str = ""                       # a build tool's output
     wall_s: float = 0.0
     broken: bool = False                # the device context is unusable after this run
+    no_gpu: bool = False                # it failed for want of any driver or device
     compare: dict | None = None         # the baseline comparison (launch --baseline)
     device: dict | None = None          # the worker's device tag (several workers or Ray)
     live: Any = field(default=None, repr=False)        # same process only: the RunResult
@@ -64,7 +76,8 @@ class RunRecord:
         message = str(error) if isinstance(error, CubinrunError) else \
             f"internal error: {type(error).__name__}: {error}"
         record = cls(task, code, error=message, error_type=error_type(error),
-                     log=getattr(error, "log", "") or "", wall_s=wall_s, exception=error)
+                     log=getattr(error, "log", "") or "", wall_s=wall_s, exception=error,
+                     no_gpu=no_gpu(error))
         reason = invalid_reason(error)
         if reason is not None and task.in_sweep:
             record.outcome, record.error_type, record.error = "invalid", "invalid", reason

@@ -112,8 +112,11 @@ class SweepSpace:
 
 
 def point_overrides(overrides: Mapping[str, str], values: Mapping[str, Value]) -> dict[str, str]:
-    """--set and a point's values, as the spec loader takes them."""
-    return {**overrides, **{k: override_text(v) for k, v in values.items()}}
+    """--set and a point's values, as the spec loader takes them (naming the
+    point's, so that its messages call them swept, not --set)."""
+    from ..specfile.loader import SweptOverrides
+    return SweptOverrides({**overrides, **{k: override_text(v) for k, v in values.items()}},
+                          swept=values)
 
 
 def sweep_space(spec: str | Path, overrides: Mapping[str, str] | None = None,

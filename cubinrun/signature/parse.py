@@ -48,9 +48,43 @@ def parse_type(value, field: str) -> ParamType:
     from .aggregates import parse_aggregate     # only now: a plain spec never needs it
     if (aggregate := parse_aggregate(text, field)) is not None:
         return aggregate
-    raise SpecError(f"unknown type {excerpt(value)}; expected one of {', '.join(SCALAR_TYPES)}, "
+    hint = suggestion(text)
+    raise SpecError(f"unknown type {excerpt(value)}"
+                    + (f" (did you mean {hint}?)" if hint else "")
+                    + f"; expected one of {', '.join(SCALAR_TYPES)}, "
                     "*T, *kT, constexpr, nvTmaDesc, tensordesc<T[dims]>, struct[T, ...], "
                     "T[n], TxN or a list", field=field)
+
+
+# C and C++ spellings people write for cubinrun's (Triton's) type names.
+C_NAMES = {
+    "float": "fp32", "double": "fp64", "half": "fp16", "__half": "fp16",
+    "bfloat16": "bf16", "__nv_bfloat16": "bf16", "bool": "i1", "char": "i8",
+    "short": "i16", "int": "i32", "long": "i64", "long long": "i64", "unsigned": "u32",
+    "unsigned int": "u32", "size_t": "u64", "float32": "fp32", "float16": "fp16",
+    "float64": "fp64", "f32": "fp32", "f16": "fp16", "f64": "fp64",
+    **{f"{sign}int{bits}_t": f"{sign[:1] or 'i'}{bits}" for sign in ("", "u")
+       for bits in (8, 16, 32, 64)},
+}
+
+
+def suggestion(text: str) -> str | None:
+    """What an unknown type most likely meant: its cubinrun name for a C name
+    (`float*` is `*fp32`), else the closest known type (difflib)."""
+    import difflib
+    const, pointer, base = "", "", text.strip()
+    if base.endswith("*"):
+        pointer, base = "*", base[:-1].strip()
+        if base.startswith("const "):
+            const, base = "k", base[len("const "):].strip()
+    elif base.startswith("*"):
+        pointer, base = "*", base[1:]
+        if base.startswith("k") and base not in C_NAMES:
+            const, base = "k", base[1:]
+    name = C_NAMES.get(base) or next(iter(difflib.get_close_matches(
+        base, [*SCALAR_TYPES, *ELEMENT_TYPES, "constexpr", "nvTmaDesc"], n=1, cutoff=0.6)),
+        None)
+    return f'"{pointer}{const}{name}"' if name and (pointer or name != base) else None
 
 
 def check_type_bounds(text: str, field: str, max_chars: int = MAX_TYPE_CHARS) -> None:

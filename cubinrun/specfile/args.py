@@ -96,6 +96,10 @@ class ArgsBuilder:
 
     def buffer(self, name: str, value: Any, pointee, field: str, parent: Any, key: Any) -> BufferArg:
         b = self.b
+        if not isinstance(value, dict):     # the usual slip: a pointer given a scalar's value
+            raise b.error(f"a pointer argument needs a buffer, got {excerpt(value)}: "
+                          "write {shape: [N], init: zeros} (or null for a null pointer)",
+                          field, parent, key)
         node = b.mapping(value, field, parent, key, keys("buffer"), required=required("buffer"))
         dtype = pointee
         if "dtype" in node:

@@ -42,7 +42,8 @@ class SpecContext:
     def mapping(self, value: Any, field: str, parent: Any, key: Any,
                 allowed: Sequence[str], required: Sequence[str] = ()) -> LocatedDict:
         if not isinstance(value, dict):
-            raise self.error(f"must be a mapping, got {kind_of(value)}", field, parent, key)
+            raise self.error(f"must be a mapping, got {kind_of(value)}{colon_hint(value, allowed)}",
+                             field, parent, key)
         for k in value:
             if k not in allowed:
                 raise self.error(f"unknown key {excerpt(k)} (expected one of: {', '.join(allowed)})",
@@ -109,3 +110,12 @@ def kind_of(value: Any) -> str:
         if isinstance(value, kind):
             return word
     return type(value).__name__
+
+
+def colon_hint(value: Any, keys: Sequence[str] | None = None) -> str:
+    """For a mapping that came out a string (`N 1024` under `vars:`): the key
+    whose colon is missing, as a hint to add to the message; else ''."""
+    words = value.split() if isinstance(value, str) else []
+    if len(words) > 1 and words[0].isidentifier() and (keys is None or words[0] in keys):
+        return f" ({words[0]!r} without its ':'?)"
+    return ""

@@ -128,14 +128,24 @@ def result_shape(expr: Expr, shapes: Mapping[str, tuple[int, ...]]) -> tuple[int
         if isinstance(n, (ast.Name, ast.Subscript)):
             return tuple(shapes.get(_element_name(n), ()))
         if isinstance(n, ast.BinOp):
-            return broadcast_shapes(shape(n.left), shape(n.right))
+            return combined([n.left, n.right])
         if isinstance(n, ast.UnaryOp):
             return shape(n.operand)
         if isinstance(n, ast.Compare):
-            return broadcast_shapes(shape(n.left), *(shape(c) for c in n.comparators))
+            return combined([n.left, *n.comparators])
         if isinstance(n, ast.Call):
-            return broadcast_shapes(*(shape(a) for a in n.args))
+            return combined(n.args)
         return ()
+
+    def combined(operands: list[ast.AST]) -> tuple[int, ...]:
+        """The broadcast of the operands' shapes; ValueError naming each one's."""
+        found = [shape(o) for o in operands]
+        try:
+            return broadcast_shapes(*found)
+        except ValueError:
+            named = " and ".join(f"{excerpt(ast.unparse(o))} has shape {list(s)}"
+                                 for o, s in zip(operands, found))
+            raise ValueError(f"{named}, which do not broadcast") from None
 
     return tuple(shape(expr.tree.body))
 
@@ -244,8 +254,11 @@ def _check_tree(node: ast.AST, source: str, functions: frozenset[str]) -> set[st
         elif isinstance(n, ast.Call):
             if not isinstance(n.func, ast.Name) or n.func.id not in functions:
                 what = n.func.id if isinstance(n.func, ast.Name) else ast.unparse(n.func)
+                import difflib
+                close = difflib.get_close_matches(what, list(functions), n=1, cutoff=0.6)
+                hint = f"did you mean {close[0]}? " if close else ""
                 raise SpecError(f"call to {excerpt(what)} is not allowed in {excerpt(source)}; "
-                                f"allowed: {', '.join(sorted(functions))}")
+                                f"{hint}allowed: {', '.join(sorted(functions))}")
             if n.keywords:
                 raise SpecError(f"keyword arguments are not allowed in {excerpt(source)}")
             for a in n.args:

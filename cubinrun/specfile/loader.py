@@ -19,7 +19,7 @@ from .expr import Expr, parse_expr
 from ..limits import (MAX_ALIGN, MAX_BUFFER_BYTES, MAX_DEVICE_BYTES, MAX_NAMES,
                       MAX_SHARED_BYTES)
 from .yamlload import LocatedDict, load_yaml_file
-from .context import SpecContext
+from .context import SpecContext, colon_hint
 from .locate import locate
 from .scalars import check_scalar_value
 from . import sections
@@ -49,6 +49,16 @@ def load_spec(path: str | Path, overrides: Mapping[str, str] | None = None,
         return _SpecBuilder(path, tree, overrides or {}, device or unavailable()).build()
     except SpecError as exc:
         raise locate(exc, path, tree) from None
+
+
+class SweptOverrides(dict):
+    """Overrides of one sweep point: --set's and the point's values (`swept`
+    names the latter), so that a message calls a bad value what the user
+    wrote, a sweep's value or --set's."""
+
+    def __init__(self, values: Mapping[str, str], swept: Sequence[str]):
+        super().__init__(values)
+        self.swept = frozenset(swept)
 
 
 def var_values(path: str | Path, tree: Any, overrides: Mapping[str, str]) -> Mapping[str, Any]:
@@ -456,7 +466,8 @@ class _Names:
         t = builder.tree
         node = t.get("vars", LocatedDict())
         if not isinstance(node, dict):
-            raise builder.error("must be a mapping of name to number or expression", "vars", t, "vars")
+            raise builder.error("must be a mapping of name to number or expression"
+                                + colon_hint(node), "vars", t, "vars")
         self.var_node = node
         self.raw: dict[str, tuple[Any, str, Any, Any]] = {}   # name -> (value, field, parent, key)
         for name, value in node.items():
@@ -467,7 +478,9 @@ class _Names:
             if name not in self.raw:
                 known = shorten(", ".join(self.raw) or "none", 200)
                 raise SpecError(f"--set {name}: no such var (vars: {known})")
-            self.raw[name] = (value, f"--set {name}", None, None)
+            origin = f"the swept {name}" if name in getattr(builder.overrides, "swept", ()) \
+                else f"--set {name}"
+            self.raw[name] = (value, origin, None, None)
         self.var_names = list(self.raw)
         self.scalar_types: dict[str, ElementType] = {}
         args = t.get("args", LocatedDict())

@@ -292,7 +292,9 @@ def load_yaml_text(text: str, file: str | None = None):
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         problem = exc.problem or exc.context or "invalid YAML"
-        raise SpecError(f"invalid YAML: {problem}", file=file, line=line) from None
+        if (missing := _missing_colon(exc, text)) is not None:
+            line, problem = missing
+        raise SpecError(f"invalid YAML: {_advice(problem)}", file=file, line=line) from None
     except yaml.reader.ReaderError as exc:      # a control character such as NUL
         line = text.count("\n", 0, exc.position) + 1
         what = f"character #x{exc.character:04x}" if isinstance(exc.character, int) else "byte"
@@ -322,3 +324,36 @@ def load_yaml_file(path: Path):
 def _parsed(data: bytes, file: str):
     from ..files import decode_utf8
     return load_yaml_text(decode_utf8(data, file, "spec"), file=file)
+
+
+def _advice(problem: str) -> str:
+    """PyYAML's words, with the fix when the slip is a common one."""
+    import re
+    if alias := re.fullmatch(r"found undefined alias '(.*)'", problem):
+        name = alias.group(1)
+        return (f"*{name} reads as a YAML alias; a pointer type must be quoted: "
+                f'"*{name}"')
+    return problem
+
+
+def _missing_colon(exc, text: str) -> tuple[int, str] | None:
+    """A key written without its colon (`N 1024`): PyYAML notices only on the
+    next line (its mark is one line late). The line and the fix, or None."""
+    if exc.problem not in ("could not find expected ':'", "mapping values are not allowed here"):
+        return None
+    if exc.problem == "could not find expected ':'" and exc.context_mark is not None:
+        number = exc.context_mark.line          # where the key without a colon began
+    elif exc.problem_mark is not None:
+        number = exc.problem_mark.line - 1      # the line before the one PyYAML names
+    else:
+        return None
+    lines = text.splitlines()
+    while 0 <= number < len(lines) and not lines[number].split("#")[0].strip():
+        number -= 1                             # blank and comment lines between
+    if not 0 <= number < len(lines):
+        return None
+    words = lines[number].split("#")[0].strip()
+    if ":" in words:
+        return None                             # a colon is there: another problem
+    key = words.split()[0] if words.split() else words
+    return number + 1, f"no ':' after {key!r} (write `{key}: ...`)"
