@@ -11,6 +11,20 @@ The reference
   elements of the output's type; any other numeric file holds plain values.
 - It must broadcast to the output's shape (a scalar broadcasts).
 
+References beyond elementwise (`A @ B`, reductions, slices, `reshape`, ...,
+and `reference: FILE.py:FUNCTION`) are made whole: the inputs they read are
+made whole and upcast as above, the reference is evaluated once (NumPy; a
+float64 matmul goes to its multithreaded BLAS), and the output's boxes are
+compared with the reference's boxes. What that needs (every array the
+expression makes, counted from the shapes before anything is made) must fit
+CUBINRUN_CHECK_MEMORY (capacity.check_memory_limit), else the check is refused
+(exit 2) with the size. Such references are kept for the next run of a sweep
+(refcache.py) when nothing they read changed.
+
+A check of a region (`"x[1:-1, 1:-1]"`) compares only that slice of the
+output (downloaded whole for it); a check of a global compares the value read
+back after the launch. Mismatches are reported at the output's own indices.
+
 Integer references meet integer outputs modulo 2**bits: the reference is
 wrapped into the output's type as a store would truncate it, so `x + y` in i32
 matches a kernel whose i32 sum overflows. Boolean outputs expect reference != 0
@@ -29,6 +43,15 @@ rule of numpy.isclose; defaults apply to whichever of rtol / atol is not given):
     fp8e4b15   0.125   1e-2     2**-4..2**-3: 1 to 2 ulp
     fp8e5      0.25    1e-2     2**-3..2**-2: 1 to 2 ulp
     integers   exact            (rtol / atol given: compared as above, in float64)
+
+A reference that sums many terms (`@`, `sum`, `mean`, `cumsum`, `prod`, and
+Python references, which are usually convolutions or stencils) is compared
+with a default atol of max(the dtype's atol, rtol x max|reference|): the error
+of a float32 dot product grows with the size of its terms, not with its
+result, so an element that cancels to near 0 would fail any tolerance
+relative to itself. (A 4096-term fp32 dot product of uniform(-1, 1) inputs
+is off by ~1e-6 absolute where the result is ~1e-2; the float64 reference
+itself is exact to ~1e-14.) A given atol is used as given.
 
 `exact: true` compares bit patterns with the reference rounded to the output
 dtype (round to nearest even; fp8e4b15 by hostdata.encode_fp8e4b15): -0.0 and
@@ -121,16 +144,57 @@ def default_tolerances(dtype: ElementType) -> tuple[float, float]:
     return DEFAULT_TOLERANCES.get(dtype.name, (0.0, 0.0))
 
 
+def compared_shape(check: Check, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape a check compares: its region's, or the whole output's `shape`."""
+    if check.region is None:
+        return tuple(shape)
+    from .expr import region_shape
+    return region_shape(list(check.region), tuple(shape))
+
+
+def is_whole(check: Check, inputs: Iterable[str]) -> bool:
+    """Whether the reference is made whole (see the module docstring): a Python
+    reference, or an expression using a whole-array operation or an index of an
+    input (`x[2]`)."""
+    if check.reference is not None or (check.region is not None and check.file is None):
+        return True
+    if check.expect is None:
+        return False
+    names = set(inputs)
+    return check.expect.whole or any("[" in n and n.split("[")[0] in names
+                                     for n in check.expect.names)
+
+
+def reduces(check: Check) -> bool:
+    """Whether the reference sums many terms (its default atol, module docstring)."""
+    import ast
+    if check.reference is not None:
+        return True
+    if check.expect is None:
+        return False
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult)
+               or isinstance(n, ast.Call) and getattr(n.func, "id", "") in _SUMS
+               for n in ast.walk(check.expect.tree))
+
+
+_SUMS = ("sum", "mean", "cumsum", "prod")
+
+
 def check_reference(check: Check, output: BufferArg, buffers: Mapping[str, BufferArg],
                     scalars: Mapping[str, int | float]) -> None:
     """What `run_check` would refuse in the reference, found without data (a dry
     run): the expression evaluated on one-element stand-ins of the inputs (so
     `cdiv(x)` and `1/0` fail here), its shape worked out from the buffers'
-    shapes, or a file's header read."""
+    shapes (a whole-array expression: with the same rules as NumPy's, and the
+    memory it needs), or a file's header read. `buffers` holds the globals too."""
     from .expr import result_shape
-    field = f"check.{check.output}"
+    field = f"check.{check.name}"
+    shape_checked = compared_shape(check, output.shape)
     if check.file is not None:
-        check_npy(check.file, output.shape, f"{field}.file", output.dtype, "the output")
+        check_npy(check.file, shape_checked, f"{field}.file", output.dtype, "the output")
+        return
+    if is_whole(check, buffers):
+        _check_whole(check, output, buffers, scalars, shape_checked, field)
         return
     env: dict[str, Any] = dict(scalars)
     for name in check.expect.names:
@@ -151,6 +215,54 @@ def check_reference(check: Check, output: BufferArg, buffers: Mapping[str, Buffe
                         f"the output's {list(output.shape)}", field=f"{field}.expect")
 
 
+def _check_whole(check: Check, output: BufferArg, buffers: Mapping[str, BufferArg],
+                 scalars: Mapping[str, int | float], shape: tuple[int, ...], field: str) -> None:
+    """A whole reference's shape and memory, from the shapes alone."""
+    whole_output = output.nbytes if check.region is not None or output.section != "args" else 0
+    if check.reference is not None:        # what it returns is known only once it ran
+        need = sum(8 * b.numel for b in buffers.values()) + 8 * math.prod(shape) + whole_output
+        _within_memory(need, f"{check.reference.describe()}'s inputs and result",
+                       f"{field}.reference")
+        return
+    expect = check.expect
+    used = {n: b.shape for n, b in buffers.items() if n in _roots(expect.names)}
+    try:
+        result, need = expect.plan(used, scalars)
+    except SpecError as exc:
+        raise exc.located(field=f"{field}.expect") from None
+    _within_memory(need + 8 * math.prod(shape) + whole_output,
+                   f"{expect.source!r}", f"{field}.expect")
+    _must_broadcast(repr(expect.source), result, shape,
+                    "region" if check.region else "output", f"{field}.expect")
+
+
+def _must_broadcast(source: str, result: tuple[int, ...], shape: tuple[int, ...], what: str,
+                    field: str) -> None:
+    """SpecError unless a reference of shape `result` broadcasts to exactly `shape`."""
+    try:
+        target = np.broadcast_shapes(result, shape)
+    except ValueError:
+        target = None
+    if target != shape:
+        raise SpecError(f"{source} has shape {list(result)}, which does not broadcast to the "
+                        f"{what}'s {list(shape)}", field=field)
+
+
+def _roots(names: Iterable[str]) -> set[str]:
+    """`x` for `x` and `x[2]`."""
+    return {n.split("[")[0] for n in names}
+
+
+def _within_memory(need: int, what: str, field: str) -> None:
+    from .capacity import check_memory_limit
+    from .text import human_bytes
+    limit = check_memory_limit()
+    if need > limit:
+        raise SpecError(f"the reference {what} needs {human_bytes(need)} of host memory as "
+                        f"whole arrays, more than the {human_bytes(limit)} a check may use "
+                        f"(CUBINRUN_CHECK_MEMORY)", field=field)
+
+
 Box = tuple  # (flat start, flat stop, index): a run of flat indices that is a box of the array
 
 
@@ -164,6 +276,8 @@ def run_check(check: Check, output: np.ndarray, dtype: ElementType,
     uint8; others are recognised by their NumPy dtype)."""
     from .parallel import run_all
     checker = Checker(check, output.shape, dtype, inputs, scalars, input_types)
+    if check.region is not None:
+        output = output[tuple(check.region)]
     flat = np.ascontiguousarray(output).reshape(-1)
     return checker.result(run_all([lambda box=box: checker.compare(box, flat[box[0]:box[1]])
                                    for box in checker.boxes]))
@@ -176,15 +290,25 @@ class Checker:
 
     def __init__(self, check: Check, shape: tuple[int, ...], dtype: ElementType,
                  inputs: Mapping[str, Any], scalars: Mapping[str, int | float],
-                 input_types: Mapping[str, ElementType] | None = None):
-        self.check, self.shape, self.dtype = check, tuple(shape), dtype
-        field = f"check.{check.output}"
+                 input_types: Mapping[str, ElementType] | None = None,
+                 scope: str | None = None):
+        """`shape`: the whole output's (a region check compares part of it);
+        `scope`: what a kept whole reference belongs to (the spec), None to keep none."""
+        self.check, self.dtype = check, dtype
+        self.output_shape = tuple(shape)
+        self.shape = compared_shape(check, self.output_shape)
+        field = f"check.{check.name}"
+        scale = None
         if check.file is not None:
             self._reference: Any = _FileReference(check.file, self.shape, dtype, f"{field}.file")
+        elif is_whole(check, inputs):
+            self._reference = _WholeReference(check, self.shape, self.output_shape, inputs,
+                                              scalars, input_types or {}, field, scope)
+            scale = self._reference.scale() if reduces(check) else None
         else:
             self._reference = _ExpectReference(check.expect, self.shape, inputs, scalars,
                                                input_types or {}, f"{field}.expect")
-        self.comparison = _Comparison.make(check, dtype, self._reference.dtype)
+        self.comparison = _Comparison.make(check, dtype, self._reference.dtype, scale)
         if self._reference.needs_boxes:
             self.boxes = boxes(self.shape, CHUNK)
         else:                               # flat runs, each one block of every input
@@ -211,11 +335,23 @@ class Checker:
                 max_abs, max_rel = _max(max_abs, part.max_abs), _max(max_rel, part.max_rel)
         comparison = self.comparison
         return CheckResult(
-            name=self.check.output, passed=mismatches == 0, count=math.prod(self.shape),
+            name=self.check.name, passed=mismatches == 0, count=math.prod(self.shape),
             mismatches=mismatches, max_abs_err=max_abs, max_rel_err=max_rel,
-            first_mismatches=tuple(Mismatch(tuple(int(i) for i in np.unravel_index(k, self.shape)),
-                                            o, e) for k, o, e in first),
+            first_mismatches=tuple(Mismatch(self.output_index(k), o, e) for k, o, e in first),
             rtol=comparison.rtol, atol=comparison.atol, exact=comparison.mode != "close")
+
+
+    def output_index(self, flat: int) -> tuple[int, ...]:
+        """The output's index of the compared element `flat` (a region's, mapped back)."""
+        index = [int(i) for i in np.unravel_index(flat, self.shape)]
+        if self.check.region is None:
+            return tuple(index)
+        out, at = [], iter(index)
+        parts = list(self.check.region) + [slice(None)] * (len(self.output_shape)
+                                                           - len(self.check.region))
+        for part, n in zip(parts, self.output_shape):
+            out.append(range(n)[part][next(at)] if isinstance(part, slice) else part % n)
+        return tuple(out)
 
 
 def boxes(shape: tuple[int, ...], size: int) -> list[Box]:
@@ -275,13 +411,7 @@ class _ExpectReference:
             shapes = " and ".join(str(list(s.shape)) for s in used.values())
             raise SpecError(f"cannot evaluate {expect.source!r}: its inputs' shapes {shapes} "
                             f"do not broadcast together", field=field) from None
-        try:
-            target = np.broadcast_shapes(reference_shape, shape)
-        except ValueError:
-            target = None
-        if target != shape:
-            raise SpecError(f"{expect.source!r} has shape {list(reference_shape)}, which does "
-                            f"not broadcast to the output's {list(shape)}", field=field)
+        _must_broadcast(repr(expect.source), reference_shape, shape, "output", field)
         n = math.prod(shape)
         self._by_range = {name: s for name, s in used.items() if s.count == n}
         self._broadcast = {name: np.broadcast_to(_upcast(s.whole(), s.dtype), shape)
@@ -325,6 +455,113 @@ def _evaluate(expect, env: Mapping[str, Any], field: str) -> np.ndarray:
         raise SpecError(f"{expect.source!r} gives {reference.dtype} values, not numbers",
                         field=field)
     return reference
+
+
+class _WholeReference:
+    """A reference made whole (see the module docstring): evaluated once, or
+    taken from the reference cache, and read one box at a time."""
+
+    needs_boxes = True
+
+    def __init__(self, check: Check, shape: tuple[int, ...], output_shape: tuple[int, ...],
+                 inputs: Mapping[str, Any], scalars: Mapping[str, int | float],
+                 input_types: Mapping[str, ElementType], field: str, scope: str | None):
+        self.check, self.shape, self.field = check, shape, field
+        self._inputs, self._scalars, self._types = inputs, scalars, input_types
+        self._scope = scope
+        if check.reference is not None:
+            array = self._python(f"{field}.reference")
+            source = check.reference.describe()
+            field = f"{field}.reference"
+        else:
+            array = self._expect(f"{field}.expect")
+            source = repr(check.expect.source)
+            field = f"{field}.expect"
+        if check.region is not None and array.shape == output_shape != shape:
+            array = array[tuple(check.region)]      # the whole output's reference: its region
+        _must_broadcast(source, array.shape, shape, "region" if check.region else "output",
+                        field)
+        if array.dtype.kind not in "biuf":
+            raise SpecError(f"{source} gives {array.dtype} values, not numbers", field=field)
+        self.array = np.broadcast_to(array, shape)
+        self.dtype = array.dtype
+
+    def scale(self) -> float:
+        """max |reference| over its finite elements (0 when none)."""
+        with np.errstate(invalid="ignore"):
+            values = np.abs(np.asarray(self.array, dtype=np.float64))
+        finite = values[np.isfinite(values)]
+        return float(finite.max()) if finite.size else 0.0
+
+    def box(self, box: Box) -> np.ndarray:
+        return np.ascontiguousarray(self.array[box[2]])
+
+    def _whole_input(self, name: str) -> np.ndarray:
+        source = _as_input(self._inputs[name], self._types.get(name))
+        return _upcast(source.whole(), source.dtype)
+
+    def _fingerprint(self, name: str):
+        from .refcache import fingerprint
+        if name in self._inputs:
+            return fingerprint(self._inputs[name])
+        return fingerprint(self._scalars.get(name))
+
+    def _expect(self, field: str) -> np.ndarray:
+        from .refcache import CACHE
+        expect = self.check.expect
+        roots = sorted(_roots(expect.names) & set(self._inputs))
+        shapes = {n: tuple(self._inputs[n].shape) for n in roots}
+        try:
+            _, need = expect.plan(shapes, self._scalars)
+        except SpecError as exc:
+            raise exc.located(field=field) from None
+        _within_memory(need, repr(expect.source), field)
+        key = ("expect", self._scope, expect.source)
+        reads = [(n, self._fingerprint(n)) for n in sorted(_roots(expect.names))]
+        if self._scope is not None and (kept := CACHE.get(key, reads=reads)) is not None:
+            return kept
+        env: dict[str, Any] = dict(self._scalars)
+        env.update((n, self._whole_input(n)) for n in roots)
+        array = _evaluate(expect, env, field)
+        array.flags.writeable = False
+        if self._scope is not None:
+            CACHE.put(key, reads, array, array.nbytes)
+        return array
+
+    def _python(self, field: str) -> np.ndarray:
+        from .pyreference import RecordingInputs, RecordingVars, call
+        from .refcache import CACHE
+        reference = self.check.reference
+        try:
+            stat = reference.path.stat()
+            version = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            version = None
+        key = ("python", self._scope, str(reference.path), reference.function, version)
+        result = None
+        if self._scope is not None and version is not None:
+            result = CACHE.get(key, current=self._fingerprint)
+        if result is None:
+            need = sum(8 * math.prod(v.shape) for v in self._inputs.values())
+            _within_memory(need + 8 * math.prod(self.shape),
+                           f"{reference.describe()}'s inputs and result", field)
+            inputs = RecordingInputs(list(self._inputs), self._whole_input)
+            variables = RecordingVars(self._scalars)
+            result = call(reference, inputs, variables, field)
+            for array in (result.values() if isinstance(result, dict) else [result]):
+                array.flags.writeable = False
+            if self._scope is not None and version is not None:
+                reads = [(n, self._fingerprint(n)) for n in inputs.read + variables.read]
+                nbytes = sum(a.nbytes for a in (result.values() if isinstance(result, dict)
+                                                else [result]))
+                CACHE.put(key, reads, result, nbytes)
+        if isinstance(result, dict):
+            if self.check.output not in result:
+                raise SpecError(f"{reference.describe()} returned a dict without "
+                                f"{self.check.output!r} (it has: "
+                                f"{', '.join(sorted(result)) or 'nothing'})", field=field)
+            return result[self.check.output]
+        return result
 
 
 class _FileReference:
@@ -406,14 +643,18 @@ class _Comparison:
     nan_ok: bool
 
     @classmethod
-    def make(cls, check: Check, dtype: ElementType, reference: np.dtype) -> "_Comparison":
-        """`reference`: the dtype the reference evaluates to."""
+    def make(cls, check: Check, dtype: ElementType, reference: np.dtype,
+             scale: float | None = None) -> "_Comparison":
+        """`reference`: the dtype the reference evaluates to; `scale`: max |reference|
+        of one that sums many terms (its default atol: the module docstring)."""
         if check.exact:
             rtol = atol = 0.0
         else:
             default_rtol, default_atol = default_tolerances(dtype)
             rtol = default_rtol if check.rtol is None else check.rtol
             atol = default_atol if check.atol is None else check.atol
+            if check.atol is None and scale is not None and dtype.kind == "float":
+                atol = max(atol, rtol * scale)
         wrap = dtype.kind == "bool" or (dtype.kind != "float" and reference.kind in "biu")
         integer_ref = wrap or reference.kind in "biu"
         if check.exact or (dtype.kind != "float" and rtol == 0.0 and atol == 0.0):

@@ -49,6 +49,10 @@ def prepare(spec: Spec, device=None, arch: str | None = None, load=None,
              device.arch if device is not None else arch,
              device.name if device is not None else f"the target {arch}")
     check_plan(plan)
+    if spec.globals:                    # the symbols and their sizes, from the cubin itself
+        from .binary.cubin import module_globals
+        from .module_globals import check_globals
+        check_globals(spec, module_globals(binary.cubin), str(spec.kernel.path))
     launcher = load_launcher(plan.leaf_types, plan.num_scratch) if build_launcher else None
     return Prepared(plan, binary, launcher)
 

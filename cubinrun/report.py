@@ -68,13 +68,21 @@ def render_plan(prepared: "Prepared", console) -> None:
             buffers.add_row(escape(b.name), b.dtype.name, shape, human_bytes(b.nbytes),
                             b.init.describe(), str(b.save) if b.save else "")
         console.print(buffers)
+    if spec.globals:
+        table = Table(title="module globals (written before each launch)", title_justify="left")
+        for column in ("name", "dtype", "shape", "bytes", "init"):
+            table.add_column(column, justify="right" if column == "bytes" else "left")
+        for g in spec.globals.values():
+            table.add_row(escape(g.name), g.dtype.name, dims(g.shape) if g.shape else "scalar",
+                          human_bytes(g.nbytes), escape(g.init.describe()))
+        console.print(table)
     if spec.device_values:
         shown = ", ".join(f"{k}={v}" for k, v in spec.device_values.items())
         console.print(escape(f"device values {shown} (from {spec.device_source})"))
     for note in spec.notes:
         console.print(escape(f"note: {note}"))
     console.print(f"device memory {human_bytes(plan.device_bytes)}; "
-                  f"checks: {', '.join(c.output for c in spec.checks) or 'none'}; "
+                  f"checks: {escape(', '.join(c.name for c in spec.checks)) or 'none'}; "
                   f"launcher {escape(prepared.launcher.__file__)}")
 
 

@@ -223,11 +223,14 @@ def make_ready(spec: Spec, device: driver.Device, arch: str | None = None,
     plan, launcher = prepared.plan, prepared.launcher
     kernel = load_kernel(prepared.cubin, prepared.kernel_name, device, plan,
                          module=session.load_module(prepared.cubin) if session else None)
+    from . import module_globals
+    bound = module_globals.bind(spec, kernel.module, prepared.cubin)
     began = time.perf_counter()
     inputs = early.inputs if early else buffers.make_inputs(plan)
     made = (early.seconds if early else time.perf_counter() - began)
     memory = buffers.allocate(plan, inputs, device.name, guard=guard, repeat=repeat,
-                              staging=session.staging if session else None)
+                              staging=session.staging if session else None,
+                              module_globals=bound)
     try:
         values = launcher_values(plan.slots, memory)
         check_addresses(plan, values)
@@ -254,11 +257,12 @@ def check_data(spec: Spec) -> None:
     before the kernel runs, not after."""
     from .check import check_reference
     from .hostdata import check_init
-    for buffer in spec.buffers.values():
+    for buffer in (*spec.buffers.values(), *spec.globals.values()):
         check_init(buffer)
     env = spec.expression_env()
+    outputs = {**spec.buffers, **spec.globals}
     for check in spec.checks:
-        check_reference(check, spec.buffers[check.output], spec.buffers, env)
+        check_reference(check, outputs[check.output], outputs, env)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakecuda import fake_driver_env
+from fakecuda import fake_driver_env, install_fake_device
 from fakecuda.device import FakeDevice
 
 from cubinrun import capacity, check, driver, hostdata, transfer
@@ -39,11 +39,7 @@ def fake_libcuda(tmp_path_factory):
 
 @pytest.fixture
 def device(monkeypatch, fake_libcuda):
-    fake = FakeDevice(lambda: fake_libcuda.launch_count)
-    monkeypatch.setattr(driver, "call", fake)
-    fake_libcuda.reset()
-    fake_libcuda.set_param_sizes(VECTOR_ADD_PARAMS)
-    return fake
+    return install_fake_device(monkeypatch, fake_libcuda, VECTOR_ADD_PARAMS)
 
 
 def run_cli(capsys, *args) -> tuple[int, str, str]:

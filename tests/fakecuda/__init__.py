@@ -150,6 +150,19 @@ def shared_fake_driver(folder: Path) -> FakeDriver:
     return _shared
 
 
+def install_fake_device(monkeypatch, fake: FakeDriver, param_sizes: Sequence[int]):
+    """A fresh FakeDevice in place of `driver.call`, the fake libcuda reset and told
+    the launcher's parameter sizes: what a test of the whole launch path needs."""
+    from cubinrun import driver
+
+    from .device import FakeDevice
+    device = FakeDevice(lambda: fake.launch_count)
+    monkeypatch.setattr(driver, "call", device)
+    fake.reset()
+    fake.set_param_sizes(param_sizes)
+    return device
+
+
 @contextmanager
 def fake_driver_env(folder: Path) -> Iterator[FakeDriver]:
     """The fake driver, with CUBINRUN_LIBCUDA pointing at it and the launcher cache in `folder`."""
