@@ -427,16 +427,16 @@ class _SpecBuilder:
         node = self.mapping(node, "check", t, "check", list(node) if isinstance(node, dict) else ())
         outputs = {**buffers, **module_globals}
         out = []
-        for key, entry in node.items():
-            field = f"check.{key}"
+        for check_key, entry in node.items():
+            field = f"check.{check_key}"
             try:
-                name, subscript = split_key(key)
+                name, subscript = split_key(check_key)
             except SpecError as exc:
-                raise self.error(exc.message, field, node, key) from None
+                raise self.error(exc.message, field, node, check_key) from None
             if name not in outputs:
                 raise self.error(f"not a buffer argument or global (buffers and globals: "
                                  f"{shorten(', '.join(outputs) or 'none', 200)})",
-                                 field, node, key)
+                                 field, node, check_key)
             where = None
             if subscript is not None:
                 from ..expr import region_shape
@@ -445,12 +445,12 @@ class _SpecBuilder:
                     region_shape(where, outputs[name].shape)
                 except (SpecError, ValueError) as exc:
                     why = exc.message if isinstance(exc, SpecError) else str(exc)
-                    raise self.error(f"{excerpt(key)}: {why}", field, node, key) from None
-            entry = self.mapping(entry, field, node, key, sections.keys("check_entry"))
+                    raise self.error(f"{excerpt(check_key)}: {why}", field, node, check_key) from None
+            entry = self.mapping(entry, field, node, check_key, sections.keys("check_entry"))
             given = [k for k in sections.EXACTLY_ONE["check_entry"] if k in entry]
             if len(given) != 1:
                 raise self.error("needs exactly one of expect, file or reference", field, node,
-                                 key)
+                                 check_key)
             expect = file = reference = None
             if "expect" in entry:
                 expect = self.expr(entry["expect"], f"{field}.expect", entry, "expect", arrays=True)
@@ -483,9 +483,9 @@ class _SpecBuilder:
             if exact and tol:
                 raise self.error("exact: true takes no rtol/atol", f"{field}.exact", entry, "exact")
             nan_ok = self.boolean(entry.get("nan_ok", False), f"{field}.nan_ok", entry, "nan_ok")
-            line = node.line_of(key) if isinstance(node, LocatedDict) else None
+            line = node.line_of(check_key) if isinstance(node, LocatedDict) else None
             out.append(Check(name, expect, file, tol.get("rtol"), tol.get("atol"), exact, nan_ok,
-                             reference, where, key if subscript is not None else None, line))
+                             reference, where, check_key if subscript is not None else None, line))
         return tuple(out)
 
     def bench(self) -> Bench:
