@@ -13,10 +13,13 @@ cache and one that changes an input's shape does not.
 Entries are dropped oldest first to stay within half the check memory
 (CUBINRUN_CHECK_MEMORY): the other half is for the reference being made.
 Cached arrays are read-only, so no caller can change what a later run gets.
+CUBINRUN_REFERENCE_CACHE=0 turns the cache off (bench/check_sweep.py measures
+what it saves that way).
 """
 from __future__ import annotations
 
 import threading
+import os
 from collections import OrderedDict
 from typing import Any, Callable, Hashable, Iterable
 
@@ -70,7 +73,7 @@ class ReferenceCache:
     def put(self, key: Hashable, reads: Iterable[tuple[str, Hashable]], value: Any,
             nbytes: int) -> None:
         depends = tuple(reads)
-        if any(fp is _UNCACHEABLE for _, fp in depends):
+        if any(fp is _UNCACHEABLE for _, fp in depends) or not enabled():
             return
         limit = self._budget() // 2
         if nbytes > limit:
@@ -86,6 +89,10 @@ class ReferenceCache:
         with self._lock:
             self._entries.clear()
             self.hits = self.misses = 0
+
+
+def enabled() -> bool:
+    return os.environ.get("CUBINRUN_REFERENCE_CACHE", "1").strip() not in ("0", "off", "no")
 
 
 def _check_memory() -> int:

@@ -151,3 +151,11 @@ def test_globals_are_written_again_before_each_repeat(write, device, capsys):
     assert code == 0, err
     copies = [c for c in device.calls if c == "cuMemcpyHtoDAsync"]
     assert len(copies) >= 3 * 2                 # each run: both globals (and the buffers)
+
+
+def test_repro_refuses_a_spec_with_globals_in_one_line(write, tmp_path, capsys):
+    code, _, err = run_cli(capsys, "repro", write(SPEC), "-o", tmp_path / "repro", "--arch",
+                           "sm_90")
+    assert code == 2 and err.count("\n") == 1
+    assert "spec.yaml:5: globals.d_filter: repro does not write module globals yet" in err
+    assert not (tmp_path / "repro" / "repro.c").exists()

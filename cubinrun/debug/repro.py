@@ -17,7 +17,11 @@ kernel.py and the launcher's Config: the shared-memory opt-in above 48 KiB,
 non-portable clusters above 8, PDL, cooperative, clusters (num_ctas: a
 (K, 1, 1) cluster with the SPREAD policy). The expected outputs come from the
 spec's `check` (check.expected_for), so generating a reproducer needs no GPU
-for a cubin or Triton kernel.
+for a cubin or Triton kernel (a `reference: FILE.py:FUNCTION` runs here, as
+it would for a launch). Module globals (`globals:`) and region checks are not
+reproduced yet: such a spec is refused with one line (exit 2) rather than
+given a reproducer that would launch with other constants or compare other
+elements.
 """
 from __future__ import annotations
 
@@ -77,6 +81,7 @@ def write_repro(prepared, folder: Path, inputs: list | None = None) -> Written:
     from ..check import expected_for
     plan = prepared.plan
     spec = plan.spec
+    refuse_unsupported(spec)
     if inputs is None:
         inputs = make_inputs(plan)
     folder.mkdir(parents=True, exist_ok=True)
@@ -123,6 +128,19 @@ def write_repro(prepared, folder: Path, inputs: list | None = None) -> Written:
     run.write_text(RUN_SH)
     run.chmod(0o755)
     return Written(folder, files, input_bytes, [c.output for c in spec.checks])
+
+
+def refuse_unsupported(spec) -> None:
+    """SpecError for what the reproducer's C cannot do yet (module docstring)."""
+    from ..errors import SpecError
+    if spec.globals:
+        name = next(iter(spec.globals))
+        raise SpecError("repro does not write module globals yet; `cubinrun launch` does",
+                        field=f"globals.{name}", line=spec.global_lines.get(name))
+    for check in spec.checks:
+        if check.region is not None:
+            raise SpecError(f"repro compares whole outputs; the region check {check.name!r} "
+                            "has no reproducer yet", field="check", line=check.line)
 
 
 def _input_blocks(values):

@@ -429,8 +429,9 @@ class _SpecBuilder:
         out = []
         for check_key, entry in node.items():
             field = f"check.{check_key}"
-            try:
-                name, subscript = split_key(check_key)
+            try:                        # `p[3]` may be a tuple element's buffer, not a region
+                name, subscript = ((check_key, None) if check_key in outputs
+                                   else split_key(check_key))
             except SpecError as exc:
                 raise self.error(exc.message, field, node, check_key) from None
             if name not in outputs:
