@@ -153,9 +153,31 @@ def test_globals_are_written_again_before_each_repeat(write, device, capsys):
     assert len(copies) >= 3 * 2                 # each run: both globals (and the buffers)
 
 
-def test_repro_refuses_a_spec_with_globals_in_one_line(write, tmp_path, capsys):
-    code, _, err = run_cli(capsys, "repro", write(SPEC), "-o", tmp_path / "repro", "--arch",
-                           "sm_90")
+def test_the_reproducer_writes_and_checks_the_globals(write, fake_libcuda, tmp_path):
+    from test_debug_repro import build, run_repro
+    from cubinrun.debug.repro import load_kernel_for_repro, write_repro
+    spec = load_spec(write(SPEC.replace("value: 7", "value: 0") + "check:\n"
+                           "  d_filter: {expect: d_filter, exact: true}\n"
+                           "  d_calls: {expect: 0}\n"))
+    folder = tmp_path / "repro"
+    write_repro(load_kernel_for_repro(spec, "sm_90"), folder)
+    assert '{"d_filter", "inputs/02_d_filter.bin", 20u, 0u, "d_filter"},' in \
+        (folder / "repro.c").read_text()
+    build(folder)
+    done = run_repro(folder, fake_libcuda.path, [8, 8, 4, 4],
+                     FAKECUDA_GLOBALS=str(folder / "globals.txt"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "d_filter: pass  0 / 5 mismatches" in done.stdout
+    assert "d_calls: pass  0 / 1 mismatches" in done.stdout
+    looked_up = [line.split()[0] for line in (folder / "globals.txt").read_text().splitlines()]
+    assert looked_up == ["d_filter", "d_calls"]
+    assert (folder / "outputs" / "d_filter.bin").read_bytes() == \
+        (folder / "inputs" / "02_d_filter.bin").read_bytes()
+
+
+def test_repro_refuses_a_region_check_in_one_line(write, tmp_path, capsys):
+    code, _, err = run_cli(capsys, "repro", write(SPEC + 'check:\n  "y[1:]": {expect: 0}\n'),
+                           "-o", tmp_path / "repro", "--arch", "sm_90")
     assert code == 2 and err.count("\n") == 1
-    assert "spec.yaml:5: globals.d_filter: repro does not write module globals yet" in err
+    assert "spec.yaml:15: check: repro compares whole outputs; the region check 'y[1:]'" in err
     assert not (tmp_path / "repro" / "repro.c").exists()

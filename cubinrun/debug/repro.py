@@ -18,10 +18,10 @@ non-portable clusters above 8, PDL, cooperative, clusters (num_ctas: a
 (K, 1, 1) cluster with the SPREAD policy). The expected outputs come from the
 spec's `check` (check.expected_for), so generating a reproducer needs no GPU
 for a cubin or Triton kernel (a `reference: FILE.py:FUNCTION` runs here, as
-it would for a launch). Module globals (`globals:`) and region checks are not
-reproduced yet: such a spec is refused with one line (exit 2) rather than
-given a reproducer that would launch with other constants or compare other
-elements.
+it would for a launch). Module globals (`globals:`) are written as inputs
+too, at the address cuModuleGetGlobal gives, and may be checked. Region
+checks are not reproduced yet: such a spec is refused with one line (exit 2)
+rather than given a reproducer that would compare other elements.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..hostdata import to_float64
+from ..hostdata import input_values, to_float64
 from ..packing import pack_struct, scalar_bytes
 from ..signature import leaf_size
 
@@ -84,28 +84,37 @@ def write_repro(prepared, folder: Path, inputs: list | None = None) -> Written:
     refuse_unsupported(spec)
     if inputs is None:
         inputs = make_inputs(plan)
+    inputs = list(inputs) + [input_values(g, len(spec.buffers) + i)       # as a launch makes them
+                             for i, g in enumerate(spec.globals.values())]
+    symbols = {}
+    if spec.globals:
+        from ..binary.cubin import module_globals
+        from ..module_globals import check_globals
+        symbols = check_globals(spec, module_globals(prepared.cubin), str(spec.kernel.path))
     folder.mkdir(parents=True, exist_ok=True)
     for sub in ("inputs", "expected", "outputs"):
         (folder / sub).mkdir(exist_ok=True)
     files = ["kernel.cubin", "repro.c", "run.sh"]
     (folder / "kernel.cubin").write_bytes(prepared.cubin)
 
-    names = list(spec.buffers)
+    outputs = {**spec.buffers, **spec.globals}
+    names = list(outputs)
     buffer_rows, input_bytes = [], 0
     for index, (name, values) in enumerate(zip(names, inputs, strict=True)):
         path = f"inputs/{index:02d}_{_file_name(name)}.bin"
         nbytes = _write_blocks(folder / path, _input_blocks(values))
         files.append(path)
         input_bytes += nbytes
-        offset = spec.buffers[name].offset_bytes
+        offset = outputs[name].offset_bytes
+        symbol = _c_string(symbols[name]) if name in symbols else "NULL"
         buffer_rows.append(f"    {{{_c_string(name)}, {_c_string(path)}, {nbytes}u, "
-                           f"{offset}u}},")
+                           f"{offset}u, {symbol}}},")
 
     check_rows, tables = [], {}
     by_name = dict(zip(names, inputs))
     env = spec.expression_env()
     for check in spec.checks:
-        buffer = spec.buffers[check.output]
+        buffer = outputs[check.output]
         dtype = buffer.dtype
         expected = expected_for(check, buffer.shape, dtype, by_name, env)
         path = f"expected/{_file_name(check.output)}.bin"
@@ -133,10 +142,6 @@ def write_repro(prepared, folder: Path, inputs: list | None = None) -> Written:
 def refuse_unsupported(spec) -> None:
     """SpecError for what the reproducer's C cannot do yet (module docstring)."""
     from ..errors import SpecError
-    if spec.globals:
-        name = next(iter(spec.globals))
-        raise SpecError("repro does not write module globals yet; `cubinrun launch` does",
-                        field=f"globals.{name}", line=spec.global_lines.get(name))
     for check in spec.checks:
         if check.region is not None:
             raise SpecError(f"repro compares whole outputs; the region check {check.name!r} "
@@ -162,7 +167,7 @@ def _write_blocks(path: Path, blocks) -> int:
 def _source(prepared, buffer_rows: list[str], check_rows: list[str], tables: dict) -> str:
     plan = prepared.plan
     spec, launch = plan.spec, plan.spec.launch
-    names = list(spec.buffers)
+    names = [*spec.buffers, *spec.globals]
     gx, gy, gz = spec.launched_grid
     bx, by, bz = spec.block
     cluster = plan.cluster
@@ -187,7 +192,7 @@ def _source(prepared, buffer_rows: list[str], check_rows: list[str], tables: dic
         parts.append(f"static const double TABLE_{name}[256] = {{\n    "
                      + ", ".join(_c_double(v) for v in values) + "};")
     parts.append("static const Buffer BUFFERS[NUM_BUFFERS + 1] = {\n"
-                 + "\n".join(buffer_rows) + "\n    {NULL, NULL, 0, 0}};")
+                 + "\n".join(buffer_rows) + "\n    {NULL, NULL, 0, 0, NULL}};")
     parts.append("static const Check CHECKS[NUM_CHECKS + 1] = {\n" + "\n".join(check_rows)
                  + "\n    {NULL, 0, 0, 0, NULL, 0, 0, 0, 0.0, 0.0, 0, NULL}};")
     title = (f"{prepared.kernel_name} from {spec.kernel.path.name}: grid {gx} x {gy} x {gz}, "
