@@ -181,3 +181,13 @@ def test_repro_refuses_a_region_check_in_one_line(write, tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1
     assert "spec.yaml:15: check: repro compares whole outputs; the region check 'y[1:]'" in err
     assert not (tmp_path / "repro" / "repro.c").exists()
+
+
+def test_inspect_lists_the_module_globals_with_their_sizes(capsys):
+    cubin = REPO / "kernels" / "build" / "conv1d_constant.sm_90.cubin"
+    code, out, _ = run_cli(capsys, "inspect", "--json", cubin)
+    assert code in (None, 0)
+    assert json.loads(out)["globals"] == [{"name": "d_filter", "size": 256},
+                                          {"name": "d_calls", "size": 4}]
+    code, out, _ = run_cli(capsys, "inspect", cubin)
+    assert "globals: d_filter (256 bytes), d_calls (4 bytes)" in out

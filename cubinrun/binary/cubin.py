@@ -204,6 +204,15 @@ def load_cubins(path: Source) -> list[CubinInfo]:
     return [read_cubin(data, str(path))]
 
 
+def load_module_globals(path: Source) -> list[dict[str, int]]:
+    """module_globals of every cubin in a cubin or fatbin file, as load_cubins orders them."""
+    data = _read_file(path)
+    if is_fatbin(data):
+        return [module_globals(cubin, f"{path} [{i}]")
+                for i, cubin in enumerate(extract_cubins(data, str(path)))]
+    return [module_globals(data, str(path))]
+
+
 def read_cubin(data: bytes, path: str | None = None) -> CubinInfo:
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
