@@ -457,6 +457,16 @@ def _evaluate(expect, env: Mapping[str, Any], field: str) -> np.ndarray:
     return reference
 
 
+class _Made:
+    """A whole reference as made (and kept by refcache): the array, or a Python
+    reference's dict of them, with max |reference| of each output or region once
+    worked out (a sweep's later points reuse it too)."""
+
+    def __init__(self, value: Any):
+        self.value = value
+        self.scales: dict[tuple, float] = {}
+
+
 class _WholeReference:
     """A reference made whole (see the module docstring): evaluated once, or
     taken from the reference cache, and read one box at a time."""
@@ -470,11 +480,13 @@ class _WholeReference:
         self._inputs, self._scalars, self._types = inputs, scalars, input_types
         self._scope = scope
         if check.reference is not None:
-            array = self._python(f"{field}.reference")
+            self._made = self._python(f"{field}.reference")
+            array = self._pick(self._made.value, f"{field}.reference")
             source = check.reference.describe()
             field = f"{field}.reference"
         else:
-            array = self._expect(f"{field}.expect")
+            self._made = self._expect(f"{field}.expect")
+            array = self._made.value
             source = repr(check.expect.source)
             field = f"{field}.expect"
         if check.region is not None and array.shape == output_shape != shape:
@@ -487,11 +499,15 @@ class _WholeReference:
         self.dtype = array.dtype
 
     def scale(self) -> float:
-        """max |reference| over its finite elements (0 when none)."""
-        with np.errstate(invalid="ignore"):
-            values = np.abs(np.asarray(self.array, dtype=np.float64))
-        finite = values[np.isfinite(values)]
-        return float(finite.max()) if finite.size else 0.0
+        """max |reference| over its finite elements (0 when none), box by box on the
+        worker threads, once per kept reference and region."""
+        from .parallel import run_all
+        key = (self.check.output, repr(self.check.region))
+        if key not in self._made.scales:
+            parts = run_all([lambda box=box: _finite_max_abs(self.array[box[2]])
+                             for box in boxes(self.shape, CHUNK)])
+            self._made.scales[key] = max(parts, default=0.0)
+        return self._made.scales[key]
 
     def box(self, box: Box) -> np.ndarray:
         return np.ascontiguousarray(self.array[box[2]])
@@ -506,7 +522,7 @@ class _WholeReference:
             return fingerprint(self._inputs[name])
         return fingerprint(self._scalars.get(name))
 
-    def _expect(self, field: str) -> np.ndarray:
+    def _expect(self, field: str) -> _Made:
         from .refcache import CACHE
         expect = self.check.expect
         roots = sorted(_roots(expect.names) & set(self._inputs))
@@ -524,11 +540,12 @@ class _WholeReference:
         env.update((n, self._whole_input(n)) for n in roots)
         array = _evaluate(expect, env, field)
         array.flags.writeable = False
+        made = _Made(array)
         if self._scope is not None:
-            CACHE.put(key, reads, array, array.nbytes)
-        return array
+            CACHE.put(key, reads, made, array.nbytes)
+        return made
 
-    def _python(self, field: str) -> np.ndarray:
+    def _python(self, field: str) -> _Made:
         from .pyreference import RecordingInputs, RecordingVars, call
         from .refcache import CACHE
         reference = self.check.reference
@@ -538,10 +555,10 @@ class _WholeReference:
         except OSError:
             version = None
         key = ("python", self._scope, str(reference.path), reference.function, version)
-        result = None
+        made = None
         if self._scope is not None and version is not None:
-            result = CACHE.get(key, current=self._fingerprint)
-        if result is None:
+            made = CACHE.get(key, current=self._fingerprint)
+        if made is None:
             need = sum(8 * math.prod(v.shape) for v in self._inputs.values())
             _within_memory(need + 8 * math.prod(self.shape),
                            f"{reference.describe()}'s inputs and result", field)
@@ -550,11 +567,17 @@ class _WholeReference:
             result = call(reference, inputs, variables, field)
             for array in (result.values() if isinstance(result, dict) else [result]):
                 array.flags.writeable = False
+            made = _Made(result)
             if self._scope is not None and version is not None:
                 reads = [(n, self._fingerprint(n)) for n in inputs.read + variables.read]
                 nbytes = sum(a.nbytes for a in (result.values() if isinstance(result, dict)
                                                 else [result]))
-                CACHE.put(key, reads, result, nbytes)
+                CACHE.put(key, reads, made, nbytes)
+        return made
+
+    def _pick(self, result: Any, field: str) -> np.ndarray:
+        """This check's array of a Python reference's result."""
+        reference = self.check.reference
         if isinstance(result, dict):
             if self.check.output not in result:
                 raise SpecError(f"{reference.describe()} returned a dict without "
@@ -562,6 +585,13 @@ class _WholeReference:
                                 f"{', '.join(sorted(result)) or 'nothing'})", field=field)
             return result[self.check.output]
         return result
+
+
+def _finite_max_abs(values: np.ndarray) -> float:
+    with np.errstate(invalid="ignore"):
+        magnitudes = np.abs(np.asarray(values, dtype=np.float64))
+    finite = magnitudes[np.isfinite(magnitudes)]
+    return float(finite.max()) if finite.size else 0.0
 
 
 class _FileReference:
