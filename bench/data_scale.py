@@ -70,7 +70,7 @@ def child_fake(spec: str, n: int, extra: list[str]) -> None:
     from fakecuda.device import FakeDevice
     from test_run_fake import VECTOR_ADD_PARAMS
 
-    from cubinrun import driver
+    from cubinrun.gpu import driver
     from cubinrun.cli import main
     with fake_driver_env(Path(tempfile.mkdtemp(prefix="cubinrun-fake-"))) as fake:
         fake.set_param_sizes(VECTOR_ADD_PARAMS)

@@ -37,7 +37,7 @@ MAX_QUEUED = 512                    # launches queued behind one spin
 
 def pair_median(proc: InProcess, kernels, body, launches_per_sample: int) -> float:
     """Median of event pairs around `body(stream)`, queued behind spins."""
-    from cubinrun import driver
+    from cubinrun.gpu import driver
     stream = proc.stream
     per_batch = max(1, MAX_QUEUED // max(1, launches_per_sample))
     pairs = [(driver.create_event(), driver.create_event()) for _ in range(SAMPLES)]
@@ -57,7 +57,7 @@ def pair_median(proc: InProcess, kernels, body, launches_per_sample: int) -> flo
 
 
 def measure(proc: InProcess, kernels) -> dict:
-    from cubinrun.timing import least_squares_slope as slope
+    from cubinrun.gpu.timing import least_squares_slope as slope
     launch = proc.ready.launch
     for _ in range(200):
         launch(proc.stream)
@@ -101,7 +101,7 @@ def sampler_medians(proc: InProcess) -> dict:
 
 
 def main() -> None:
-    from cubinrun.timing import TimingKernels
+    from cubinrun.gpu.timing import TimingKernels
     out = Path(os.environ["OUT"]) if os.environ.get("OUT") else REPO / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()

@@ -279,7 +279,7 @@ def build_floor(workdir: str) -> ctypes.CDLL:
 
 
 def cu_result_error(call: str, code: int) -> RuntimeError:
-    from cubinrun.driver import result_name
+    from cubinrun.gpu.driver import result_name
     name, description = result_name(code)
     return RuntimeError(f"{call}: {name}" + (f" ({description})" if description else ""))
 
@@ -312,7 +312,7 @@ def setup_floor(env: Env) -> Callable[[KernelCase], Runner]:
 
 
 def cubinrun_runner_args(env: Env, case: KernelCase):
-    from cubinrun.driver import handle_int
+    from cubinrun.gpu.driver import handle_int
     from cubinrun.launcher import load_launcher
     module = load_launcher([p.type for p in case.params], num_scratch=0)
     config = module.Config(function=handle_int(env.functions[case.name]), block=(BLOCK, 1, 1),
@@ -545,7 +545,7 @@ def log(message: str) -> None:
 
 
 def open_env() -> Env:
-    from cubinrun import driver
+    from cubinrun.gpu import driver
     if not CUBIN.is_file():
         raise FileNotFoundError(f"{CUBIN} is missing (kernels/build.sh builds it)")
     device = driver.open_device(0)
@@ -651,7 +651,7 @@ def versions() -> dict[str, str]:
 
 def driver_version() -> str:
     with contextlib.suppress(Exception):
-        from cubinrun import driver
+        from cubinrun.gpu import driver
         v = driver.driver_version()
         return f"{v // 1000}.{v % 1000 // 10}"
     return "unknown"

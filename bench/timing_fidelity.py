@@ -101,18 +101,18 @@ class InProcess:
     """The vector add ready to launch in this process, for the in-process timers."""
 
     def __init__(self, spec_path: Path, n: int | None):
-        from cubinrun import driver
-        from cubinrun.run import make_ready
-        from cubinrun.spec import load_spec
+        from cubinrun.gpu import driver
+        from cubinrun.pipeline.prepare import plan_spec
+        from cubinrun.pipeline.session import Session, make_ready
         self.device = driver.open_device(0)
         overrides = {"N": str(n)} if n is not None else {}
-        self.ready = make_ready(load_spec(spec_path, overrides), self.device)
+        self.ready = make_ready(plan_spec(spec_path, overrides), Session(self.device))
         self.stream = driver.create_stream()
 
     def sampler(self, l2: str, write_flush: bool = False, rep_ms: float = 100.0,
                 raw_events: bool = True) -> float:
-        from cubinrun import driver
-        from cubinrun.timing import TimingKernels, TimingOptions, time_kernel
+        from cubinrun.gpu import driver
+        from cubinrun.gpu.timing import TimingKernels, TimingOptions, time_kernel
         kernels = TimingKernels(self.device)
         if write_flush:
             kernels.flush = lambda stream: driver.memset_async(
@@ -126,7 +126,7 @@ class InProcess:
         return statistics.median(timed.samples_us)
 
     def naive(self, count: int = 50) -> float:
-        from cubinrun import driver
+        from cubinrun.gpu import driver
         start, end = driver.create_event(), driver.create_event()
         times = []
         for _ in range(count):
@@ -141,8 +141,9 @@ class InProcess:
     def hot_slope(self, samples: int = 256) -> tuple[float, float]:
         """(per-launch slope, this kernel's own event offset) from hot pairs around
         1..16 back-to-back launches, as timing.event_offset_us does for the empty kernel."""
-        from cubinrun.timing import (CALIBRATION_REPEATS, TimingKernels, least_squares_slope,
-                                     offset_from_medians, pair_samples)
+        from cubinrun.gpu.timing import (
+            CALIBRATION_REPEATS, TimingKernels, least_squares_slope, offset_from_medians,
+            pair_samples)
         kernels = TimingKernels(self.device)
         medians = {}
         try:
@@ -178,16 +179,16 @@ def nvbench_child(sizes: list[int], json_path: str) -> None:
     """In a child process: nvbench times the vector add at `sizes`, writing its JSON."""
     import cuda.bench as bench
 
-    from cubinrun import driver
-    from cubinrun.run import make_ready
-    from cubinrun.spec import load_spec
-    device = driver.open_device(0)          # the primary context, which nvbench's runtime shares
+    from cubinrun.gpu import driver
+    from cubinrun.pipeline.prepare import plan_spec
+    from cubinrun.pipeline.session import Session, make_ready
+    session = Session(driver.open_device(0))  # the primary context, which nvbench's runtime shares
     readies = {}
 
     def vector_add(state) -> None:
         n = state.get_int64("N")
         if n not in readies:
-            readies[n] = make_ready(load_spec(SPEC, {"N": str(n)}), device)
+            readies[n] = make_ready(plan_spec(SPEC, {"N": str(n)}), session)
         ready = readies[n]
         state.add_element_count(n)
         state.add_global_memory_reads(8 * n)

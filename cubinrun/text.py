@@ -1,7 +1,8 @@
-"""Small formatting helpers shared by the human-readable outputs."""
+"""Small formatting helpers shared by the outputs, human and machine."""
 from __future__ import annotations
 
-from typing import Iterable
+import math
+from typing import Any, Iterable
 
 
 def human_bytes(n: float) -> str:
@@ -16,3 +17,14 @@ def human_bytes(n: float) -> str:
 def dims(values: Iterable) -> str:
     """(4, 1, 1) -> "4 x 1 x 1"."""
     return " x ".join(str(v) for v in values)
+
+
+def finite(value: Any) -> Any:
+    """`value` with NaN and infinities as None, so its JSON is valid (null)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value

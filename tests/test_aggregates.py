@@ -15,9 +15,9 @@ from cubinrun.signature.aggregates import (ArrayType, StructType, fields, offset
                                  size_align)
 from cubinrun.errors import SpecError
 from cubinrun.launcher.build import find_compiler
-from cubinrun.packing import pack_struct, round_to_16_bits, scalar_bytes
+from cubinrun.plan.packing import pack_struct, round_to_16_bits, scalar_bytes
 from cubinrun.signature import PointerType, ScalarType, expand, leaf_size, parse_type
-from cubinrun.slots import Member
+from cubinrun.plan.slots import Member
 
 from conftest import REPO
 
@@ -243,8 +243,8 @@ ARGS = ("  p: [N, 2.5, {shape: [N]}, {shape: [N]}]\n  scale: [1, 2, 3, 4]\n"
 
 
 def test_members_are_names_in_expressions_and_buffers(tmp_path):
-    from cubinrun.plan import make_plan
-    from cubinrun.spec import StructArg, load_spec
+    from cubinrun.plan.make import make_plan
+    from cubinrun.specfile import StructArg, load_spec
     spec = load_spec(_spec(tmp_path, SIGNATURE, ARGS.replace("[N, 2.5", "[N, 't[2] * 5'"),
                            "block: ['p[0]']\ncheck:\n  'p[3]': {expect: 'p[1] * p[2]'}\n"))
     assert spec.block == (64, 1, 1) and spec.scalars["p[1]"] == 2.5
@@ -265,7 +265,7 @@ def test_members_are_names_in_expressions_and_buffers(tmp_path):
     (("[N, 2.5,", "[N, M,"), "args.p[1]", "unknown name 'M'"),
 ])
 def test_bad_struct_values_name_the_member(tmp_path, args_edit, field, fragment):
-    from cubinrun.spec import load_spec
+    from cubinrun.specfile import load_spec
     with pytest.raises(SpecError) as err:
         load_spec(_spec(tmp_path, SIGNATURE, ARGS.replace(*args_edit)))
     assert err.value.field == field and fragment in err.value.message
@@ -283,8 +283,8 @@ def test_bad_struct_values_name_the_member(tmp_path, args_edit, field, fragment)
 def test_the_cubin_refutes_a_wrong_struct(tmp_path, edits, fragment):
     from cubinrun.binary.cubin import load_cubin
     from cubinrun.binary.validate import check_params
-    from cubinrun.plan import make_plan
-    from cubinrun.spec import load_spec
+    from cubinrun.plan.make import make_plan
+    from cubinrun.specfile import load_spec
     signature, args = SIGNATURE, ARGS
     for old, new in edits:
         assert old in signature + args
@@ -300,8 +300,8 @@ def test_a_struct_more_aligned_than_its_offset_is_refused():
 
     from cubinrun.binary.cubin import load_cubin
     from cubinrun.binary.validate import check_params
-    from cubinrun.plan import make_plan
-    from cubinrun.spec import load_spec
+    from cubinrun.plan.make import make_plan
+    from cubinrun.specfile import load_spec
     kernel = load_cubin(STRUCTS_CUBIN).kernel("struct_saxpy")
     # a packed struct: the cubin puts the 16-byte float4 at offset 24, not 32
     params = [replace(p, offset=24) if p.ordinal == 1 else p for p in kernel.params]
@@ -314,8 +314,8 @@ def test_a_struct_more_aligned_than_its_offset_is_refused():
 
 
 def test_a_struct_inside_a_tuple_and_a_long_array_in_the_plan(tmp_path):
-    from cubinrun.plan import make_plan
-    from cubinrun.spec import load_spec
+    from cubinrun.plan.make import make_plan
+    from cubinrun.specfile import load_spec
     spec = load_spec(_spec(tmp_path, '  t:\n    - struct[i32, *fp32]\n    - u8[20]',
                            "  t:\n    - [3, {shape: [4]}]\n    - [" + ", ".join(["7"] * 20) + "]"))
     first, second = make_plan(spec).slots

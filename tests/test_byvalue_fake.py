@@ -8,7 +8,7 @@ import struct
 
 from test_run_fake import CONFIGS, device, fake_libcuda, run_cli  # noqa: F401 (fixtures)
 
-from cubinrun.debug.guards import GUARD_BYTES
+from cubinrun.gpu.guards import GUARD_BYTES
 
 
 def test_a_kernel_without_parameters_launches(device, fake_libcuda, capsys):

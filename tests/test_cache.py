@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cubinrun import cache, cache_entries
+from cubinrun.cache import folders as cache, entries as cache_entries
 from cubinrun.binary.cubin_cache import read_cubin_cached
 
 from test_cli import CUBINS, run

@@ -8,13 +8,13 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from cubinrun import check as check_module
-from cubinrun.check import DEFAULT_TOLERANCES, CheckResult, Mismatch, run_check, summarize
+from cubinrun.hostdata import check as check_module
+from cubinrun.hostdata.check import DEFAULT_TOLERANCES, CheckResult, Mismatch, run_check, summarize
 from cubinrun.dtypes import ELEMENT_TYPES
 from cubinrun.errors import SpecError
-from cubinrun.expr import parse_expr
-from cubinrun.hostdata import encode_fp8e4b15
-from cubinrun.spec.model import Check
+from cubinrun.specfile.expr import parse_expr
+from cubinrun.hostdata.values import encode_fp8e4b15
+from cubinrun.specfile.model import Check
 
 T = ELEMENT_TYPES
 NAN, INF = float("nan"), float("inf")

@@ -10,13 +10,13 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from cubinrun import check as check_module
-from cubinrun.check import boxes, run_check
+from cubinrun.hostdata import check as check_module
+from cubinrun.hostdata.check import boxes, run_check
 from cubinrun.dtypes import ELEMENT_TYPES as T
 from cubinrun.errors import SpecError
-from cubinrun.expr import parse_expr
-from cubinrun.hostdata import encode_fp8e4b15, input_values
-from cubinrun.spec.model import BufferArg, Check, Init
+from cubinrun.specfile.expr import parse_expr
+from cubinrun.hostdata.values import encode_fp8e4b15, input_values
+from cubinrun.specfile.model import BufferArg, Check, Init
 
 NAN, INF = float("nan"), float("inf")
 SIZES = [1, 3, 7, 64]
@@ -151,7 +151,7 @@ def test_file_references_in_boxes(monkeypatch, tmp_path):
 
 
 def test_a_bad_element_of_a_box_is_named_by_its_index_in_the_array():
-    from cubinrun.hostdata import convert_exactly
+    from cubinrun.hostdata.values import convert_exactly
     with pytest.raises(ValueError, match=r"element \(2, 3\) = 1e\+300"):
         convert_exactly(np.array([[0.5, 1e300]]), T["fp16"], origin=(2, 2))
 
@@ -168,7 +168,7 @@ def test_expression_errors_in_a_later_block_are_raised(monkeypatch):
 
 def test_inputs_read_again_by_range_give_the_arrays_result(monkeypatch):
     monkeypatch.setattr(check_module, "CHUNK", 100)
-    import cubinrun.hostdata as hostdata
+    import cubinrun.hostdata.values as hostdata
     monkeypatch.setattr(hostdata, "CHUNK", 100)
     x = input_values(BufferArg("x", T["fp32"], (1000,), Init("random", seed=1)))
     y = input_values(BufferArg("y", T["fp16"], (1000,), Init("random", distribution="normal",
@@ -199,7 +199,7 @@ def expected_everywhere(monkeypatch, shape, dtype, expect, inputs, input_types=N
                         **options):
     """expected_for's blocks joined, the same for one block of everything and for
     each of SIZES; returns (the Expected, its values as one flat array)."""
-    from cubinrun.check import expected_for
+    from cubinrun.hostdata.check import expected_for
     spec = Check("out", expect=parse_expr(expect, arrays=True), **options)
     joined = []
     for size in [int(np.prod(shape)) + 1, *SIZES]:

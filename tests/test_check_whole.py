@@ -9,13 +9,13 @@ import re
 import numpy as np
 import pytest
 
-from cubinrun import refcache
-from cubinrun.check import Checker, check_reference, run_check
+from cubinrun.hostdata import refcache
+from cubinrun.hostdata.check import Checker, check_reference, run_check
 from cubinrun.dtypes import ELEMENT_TYPES
 from cubinrun.errors import SpecError
-from cubinrun.hostdata import input_values
-from cubinrun.pyreference import forget_modules
-from cubinrun.spec import load_spec
+from cubinrun.hostdata.values import input_values
+from cubinrun.hostdata.pyreference import forget_modules
+from cubinrun.specfile import load_spec
 
 FP32, FP64 = ELEMENT_TYPES["fp32"], ELEMENT_TYPES["fp64"]
 
@@ -53,8 +53,8 @@ def test_a_float32_matmul_passes_against_a_float64_reference_with_default_tolera
     rng = np.random.default_rng(0)
     a = rng.uniform(-1, 1, (96, 2048)).astype(np.float32)
     b = rng.uniform(-1, 1, (2048, 80)).astype(np.float32)
-    from cubinrun.spec.model import Check
-    from cubinrun.expr import parse_expr
+    from cubinrun.specfile.model import Check
+    from cubinrun.specfile.expr import parse_expr
     check = Check("C", expect=parse_expr("A @ B", arrays=True))
     got = run_check(check, a @ b, FP32, {"A": a, "B": b}, {})    # NumPy's float32 sgemm
     assert got.passed, got
@@ -66,8 +66,8 @@ def test_a_float32_matmul_passes_against_a_float64_reference_with_default_tolera
 
 
 def test_an_elementwise_reference_keeps_its_tight_default_atol():
-    from cubinrun.expr import parse_expr
-    from cubinrun.spec.model import Check
+    from cubinrun.specfile.expr import parse_expr
+    from cubinrun.specfile.model import Check
     x = np.linspace(-1, 1, 100)
     got = run_check(Check("y", expect=parse_expr("x * 1000", arrays=True)), x * 1000, FP64,
                     {"x": x}, {})

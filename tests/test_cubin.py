@@ -426,7 +426,7 @@ def test_triton_cubin():
 
 def test_render_inspect(infos):
     from rich.console import Console
-    from cubinrun.inspect_view import render_inspect
+    from cubinrun.cli.inspect_view import render_inspect
     console = Console(record=True, width=1000, color_system=None)   # wide: the header starts with the checkout's path
     render_inspect(infos["resources.sm_90.cubin"], console)
     text = console.export_text()
@@ -438,7 +438,7 @@ def test_render_inspect(infos):
 
 
 def test_import_is_light():
-    code = ("import sys, cubinrun.binary.cubin, cubinrun.inspect_view; "
+    code = ("import sys, cubinrun.binary.cubin, cubinrun.cli.inspect_view; "
             "print(sorted(m for m in ('elftools', 'rich') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).parent.parent)

@@ -10,7 +10,7 @@ import struct
 import pytest
 from test_run_fake import REPO, device, fake_libcuda, run_cli  # noqa: F401 (fixtures)
 
-from cubinrun.debug.guards import GUARD_BYTES, PATTERN
+from cubinrun.gpu.guards import GUARD_BYTES, PATTERN
 from cubinrun.debug.repeat import first_difference
 
 N = 1024                                # elements of each fp32 buffer

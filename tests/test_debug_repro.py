@@ -17,12 +17,13 @@ from fakecuda import recorded_allocations, recorded_launches
 from test_launcher_fake_driver import bf16_bits, fp16_bits
 from test_run_fake import REPO, device, fake_libcuda, run_cli  # noqa: F401 (fixtures)
 
-from cubinrun.debug.repro import load_kernel_for_repro, write_repro
+from cubinrun.debug.repro import write_repro
+from cubinrun.pipeline.prepare import plan_spec, prepare
 from cubinrun.launcher.build import find_compiler
-from cubinrun.packing import round_to_16_bits
+from cubinrun.plan.packing import round_to_16_bits
 from cubinrun.signature import leaf_size
-from cubinrun.spec import load_spec, parse_overrides
-from cubinrun.spec.device_values import for_arch
+from cubinrun.specfile import load_spec, parse_overrides
+from cubinrun.specfile.device_values import for_arch
 
 # The reproducer is a POSIX C program: run.sh builds it with cc -ldl and it
 # opens the driver with dlopen. Windows reproducers are not written yet.
@@ -60,8 +61,8 @@ def test_16_bit_floats_in_the_reproducer_round_as_the_launcher_does():
 
 def write(spec_path, folder, *overrides, arch=None):
     # device values (sm_count...) as an H200's, for the specs that name them
-    spec = load_spec(spec_path, parse_overrides(list(overrides)), device=for_arch("sm_90"))
-    prepared = load_kernel_for_repro(spec, arch)
+    plan = plan_spec(spec_path, parse_overrides(list(overrides)), for_arch("sm_90"))
+    prepared = prepare(plan, arch=arch, build_launcher=False)
     write_repro(prepared, folder)
     return prepared
 
@@ -259,9 +260,9 @@ def test_the_command_line(tmp_path, capsys):
 
 
 def test_inputs_and_expected_outputs_are_written_block_by_block(monkeypatch, tmp_path):
-    from cubinrun import check, hostdata
-    from cubinrun.buffers import make_host_arrays
-    from cubinrun.plan import make_plan
+    from cubinrun.hostdata import check, values as hostdata
+    from cubinrun.gpu.buffers import make_host_arrays
+    from cubinrun.plan.make import make_plan
     monkeypatch.setattr(hostdata, "CHUNK", 1000)
     monkeypatch.setattr(check, "CHUNK", 1000)
     n = 50_500                                          # 51 blocks, the last one short

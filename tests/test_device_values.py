@@ -5,9 +5,9 @@ import json
 import pytest
 
 from cubinrun.errors import SpecError, UsageError
-from cubinrun.spec import load_spec
-from cubinrun.spec.device_values import (KNOWN_GPUS, DeviceValues, for_arch, from_props_file,
-                                         unavailable)
+from cubinrun.specfile import load_spec
+from cubinrun.specfile.device_values import (
+    KNOWN_GPUS, DeviceValues, for_arch, from_props_file, unavailable)
 
 PERSISTENT = """\
 kernel: {cubin: k.cubin}

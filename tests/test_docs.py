@@ -14,7 +14,7 @@ from conftest import REPO
 from test_cli import run
 
 from cubinrun.cli import cli
-from cubinrun.spec import sections
+from cubinrun.specfile import sections
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
@@ -130,3 +130,43 @@ def test_the_readme_quick_start_is_what_ci_runs():
 
 def test_the_readme_shows_the_schema_comment():
     assert "# yaml-language-server: $schema=" in (REPO / "README.md").read_text()
+
+
+INTERNALS = REPO / "docs" / "internals.md"
+_FOLDER_SECTION = re.compile(r"^### `cubinrun/(\w+)/`$|^### The top level$", re.M)
+_MODULE_ROW = re.compile(r"^\| `([\w.]+)` \|", re.M)
+_PATH = re.compile(r"`((?:[\w.-]+/)+[\w.-]*)`")
+
+
+def internals_sections() -> dict[Path, list[str]]:
+    """docs/internals.md's module tables: folder -> the modules its section lists."""
+    text = INTERNALS.read_text()
+    marks = list(_FOLDER_SECTION.finditer(text))
+    sections = {}
+    for mark, following in zip(marks, marks[1:] + [None]):
+        body = text[mark.end():following.start() if following else len(text)]
+        body = body.split("\n## ")[0]                     # the section ends at the next chapter
+        folder = REPO / "cubinrun" / (mark.group(1) or "")
+        sections[folder] = _MODULE_ROW.findall(body)
+    return sections
+
+
+def test_internals_has_one_section_per_folder_listing_exactly_its_modules():
+    sections = internals_sections()
+    folders = {p.parent for p in (REPO / "cubinrun").rglob("__init__.py")}
+    assert set(sections) == folders
+    for folder, listed in sections.items():
+        present = sorted(p.name for p in folder.iterdir() if p.suffix in (".py", ".c")
+                         and p.name not in ("__init__.py", "__main__.py"))
+        assert sorted(listed) == present, folder
+
+
+# folders the page names that are not the repository's: the cache's, an embeddable Python's
+_ELSEWHERE = {"launchers/", "nvrtc/", "nvjitlink/", "cubins/", "include/", "libs/"}
+
+
+def test_every_path_internals_names_exists():
+    paths = set(_PATH.findall(INTERNALS.read_text())) - _ELSEWHERE
+    assert paths
+    for path in paths:
+        assert (REPO / path).exists() or (REPO / "cubinrun" / path).exists(), path

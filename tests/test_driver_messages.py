@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from cubinrun import driver
+from cubinrun.gpu import driver
 from cubinrun.errors import CudaError
 
 from test_run_fake import CONFIGS, device, fake_libcuda, run_cli  # noqa: F401  (fixtures)

@@ -9,13 +9,13 @@ import sys
 
 import pytest
 
-from cubinrun import dry_checks
-from cubinrun.check import check_reference
+from cubinrun.hostdata import dry_checks
+from cubinrun.hostdata.check import check_reference
 from cubinrun.dtypes import element_type
 from cubinrun.errors import SpecError
-from cubinrun.expr import parse_expr
-from cubinrun.hostdata import check_init
-from cubinrun.spec.model import BufferArg, Check, Init
+from cubinrun.specfile.expr import parse_expr
+from cubinrun.hostdata.values import check_init
+from cubinrun.specfile.model import BufferArg, Check, Init
 
 from test_cli import CONFIGS
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from cubinrun.errors import SpecError
-from cubinrun.expr import MAX_INT_BITS, parse_expr
+from cubinrun.specfile.expr import MAX_INT_BITS, parse_expr
 
 
 def ev(text, **env):

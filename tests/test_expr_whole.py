@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from cubinrun.errors import SpecError
-from cubinrun.expr import parse_expr
+from cubinrun.specfile.expr import parse_expr
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings, strategies as st  # noqa: E402

@@ -202,7 +202,7 @@ def test_a_broken_triton_specialization_is_refused_before_launch(config, overrid
 
 
 def test_arch_defaults_match_this_device_when_it_is_the_known_one():
-    from cubinrun.spec.device_values import KNOWN_GPUS
+    from cubinrun.specfile.device_values import KNOWN_GPUS
     props = json.loads(cubinrun("props", "--json", check_exit=0).stdout)["devices"][0]
     arch = "sm_" + props["arch"].removeprefix("sm_").rstrip("af")
     if arch not in KNOWN_GPUS or not any(n in props["name"] for n in ("H100", "H200", "A100")):

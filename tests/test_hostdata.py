@@ -10,12 +10,13 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from cubinrun import hostdata
+from cubinrun.hostdata import values as hostdata
 from cubinrun.dtypes import ELEMENT_TYPES
 from cubinrun.errors import SpecError
-from cubinrun.hostdata import (decode_fp8e4b15, default_seed, encode_fp8e4b15, load_for,
-                               make_host_array, save_array, to_float64)
-from cubinrun.spec.model import BufferArg, Init
+from cubinrun.hostdata.values import (
+    decode_fp8e4b15, default_seed, encode_fp8e4b15, load_for, make_host_array, save_array,
+    to_float64)
+from cubinrun.specfile.model import BufferArg, Init
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -443,7 +444,7 @@ def test_finite_range_of_every_float_type(name, biggest):
 def test_numpy_float_data_does_not_import_ml_dtypes():
     # ml_dtypes takes ~0.4 s to import: only bf16 / fp8 buffers may pay for it
     code = ("import sys; from cubinrun.dtypes import ELEMENT_TYPES; "
-            "from cubinrun.hostdata import finite_range; "
+            "from cubinrun.hostdata.values import finite_range; "
             "[finite_range(ELEMENT_TYPES[t]) for t in ('fp16', 'fp32', 'fp64', 'i32')]; "
             "assert 'ml_dtypes' not in sys.modules, 'ml_dtypes imported'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)

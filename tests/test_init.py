@@ -12,7 +12,7 @@ import pytest
 from cubinrun.signature.aggregates import size_align
 from cubinrun.binary.cubin import ParamInfo, load_cubin
 from cubinrun.signature import parse_type
-from cubinrun.starter import guess_type
+from cubinrun.cli.starter import guess_type
 
 from test_cli import one_error_line as one_line, run
 
@@ -127,7 +127,7 @@ def test_dash_o_into_a_missing_folder_is_one_line(capsys, tmp_path):
 
 def test_a_spec_names_a_cubin_on_another_drive_by_its_absolute_path(tmp_path, monkeypatch):
     """On Windows relpath raises across drives (C: and D:): the path stays absolute."""
-    from cubinrun import starter
+    from cubinrun.cli import starter
 
     def across_drives(path, start):
         raise ValueError(f"path is on mount 'D:', start on mount 'C:'")

@@ -15,7 +15,8 @@ import pytest
 from fakecuda import recorded_launches, shared_fake_driver
 
 from cubinrun.errors import BuildError, UsageError
-from cubinrun.launcher import build, build_launcher, cache_entry, generate_source, load_launcher
+from cubinrun.launcher import build, build_launcher, generate_source, load_launcher
+from cubinrun.cache import launcher_entry as cache_entry
 from cubinrun.launcher import module_name_for, tool_runs
 from cubinrun.launcher.build import cache_key, find_compiler, find_cuda_include
 from conftest import skip_on_windows
@@ -297,7 +298,7 @@ def test_a_damaged_launcher_that_cannot_be_removed_is_rebuilt_under_another_name
 
 def test_a_module_and_its_ref_are_one_cache_entry(counting_cc, built, tmp_path):
     skip_on_windows("this process has the launcher loaded, so Windows keeps the file")
-    from cubinrun.cache_entries import clear, summarize
+    from cubinrun.cache.entries import clear, summarize
     [launchers] = [kind for kind in summarize(tmp_path / "cache") if kind.kind.name == "launchers"]
     assert (launchers.entries, launchers.temporary_files) == (1, 0)
     assert clear(tmp_path / "cache", ("launchers",)).removed == {"launchers": 1}

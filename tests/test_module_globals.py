@@ -15,7 +15,7 @@ from fakecuda import fake_driver_env, install_fake_device
 from cubinrun.binary.cubin import module_globals
 from cubinrun.cli import main
 from cubinrun.errors import SpecError
-from cubinrun.spec import load_spec
+from cubinrun.specfile import load_spec
 
 REPO = Path(__file__).resolve().parent.parent
 KERNEL = REPO / "kernels" / "conv1d_constant.cu"
@@ -154,13 +154,11 @@ def test_globals_are_written_again_before_each_repeat(write, device, capsys):
 
 
 def test_the_reproducer_writes_and_checks_the_globals(write, fake_libcuda, tmp_path):
-    from test_debug_repro import build, run_repro
-    from cubinrun.debug.repro import load_kernel_for_repro, write_repro
-    spec = load_spec(write(SPEC.replace("value: 7", "value: 0") + "check:\n"
-                           "  d_filter: {expect: d_filter, exact: true}\n"
-                           "  d_calls: {expect: 0}\n"))
+    from test_debug_repro import build, run_repro, write as write_with_repro
+    path = write(SPEC.replace("value: 7", "value: 0") + "check:\n"
+                 "  d_filter: {expect: d_filter, exact: true}\n  d_calls: {expect: 0}\n")
     folder = tmp_path / "repro"
-    write_repro(load_kernel_for_repro(spec, "sm_90"), folder)
+    write_with_repro(path, folder, arch="sm_90")
     assert '{"d_filter", "inputs/02_d_filter.bin", 20u, 0u, "d_filter"},' in \
         (folder / "repro.c").read_text()
     build(folder)

@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from cubinrun.binary import nvrtc as nv
-from cubinrun.cache import cache_root
+from cubinrun.cache.folders import cache_root
 from cubinrun.errors import BuildError, UsageError
 from conftest import skip_on_windows
 

@@ -19,7 +19,7 @@ import pytest
 from conftest import INSTALLED, REPO
 
 import cubinrun
-from cubinrun.spec.schema import SCHEMA_FILE
+from cubinrun.specfile.schema import SCHEMA_FILE
 
 SOURCE_PACKAGE = REPO / "cubinrun"
 # How modules name the files they open beside them.

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cubinrun import hostdata, pcgstream
+from cubinrun.hostdata import values as hostdata, pcgstream
 from cubinrun.dtypes import ELEMENT_TYPES as T
-from cubinrun.hostdata import input_values, make_host_array
-from cubinrun.parallel import run_all
-from cubinrun.pcgstream import NormalStream, Stream, lcg_distance, uniform
-from cubinrun.spec.model import BufferArg, Init
+from cubinrun.hostdata.values import input_values, make_host_array
+from cubinrun.hostdata.threads import run_all
+from cubinrun.hostdata.pcgstream import NormalStream, Stream, lcg_distance, uniform
+from cubinrun.specfile.model import BufferArg, Init
 
 
 def sequential(seed: int, index: int) -> np.random.Generator:

@@ -16,12 +16,14 @@ import pytest
 from fakecuda import fake_driver_env, install_fake_device
 from fakecuda.device import FakeDevice
 
-from cubinrun import capacity, check, driver, hostdata, transfer
-from cubinrun.buffers import make_host_arrays
+from cubinrun.gpu import capacity
+from cubinrun.hostdata import check, values as hostdata
+from cubinrun.gpu import driver, transfer
+from cubinrun.gpu.buffers import make_host_arrays
 from cubinrun.cli import main
 from cubinrun.errors import CudaError
-from cubinrun.plan import make_plan
-from cubinrun.spec import load_spec, parse_overrides
+from cubinrun.plan.make import make_plan
+from cubinrun.specfile import load_spec, parse_overrides
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
@@ -405,16 +407,15 @@ def test_a_cold_budget_pays_for_the_flush_too(device, capsys):
 def test_runs_of_one_session_share_the_pinned_staging_slots(device):
     """Pinning costs milliseconds per MiB: a session keeps its slots from run to
     run and makes bigger ones only for a bigger buffer."""
-    from cubinrun.run import RunOptions, Session, run_spec
-    from cubinrun.spec import load_spec
-    session = Session(driver.open_device(0))
-    options = RunOptions(bench=False, progress=False)
+    from cubinrun.pipeline.result import RunOptions
+    from cubinrun.pipeline.session import run_spec
+    from cubinrun.runs.worker import Runner
+    runner = Runner(0, RunOptions(bench=False, progress=False))
     try:
         for n in (4096, 8192, 4096):
-            run_spec(load_spec(CONFIGS / "vector_add.yaml", {"N": str(n)}), options,
-                     session=session)
+            run_spec(CONFIGS / "vector_add.yaml", {"N": str(n)}, runner.options, runner)
         assert device.calls.count("cuMemHostAlloc") == 8        # 4 slots, then 4 bigger
         assert device.calls.count("cuMemFreeHost") == 4
     finally:
-        session.close()
+        runner.close()
     assert device.calls.count("cuMemFreeHost") == 8

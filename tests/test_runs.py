@@ -19,7 +19,7 @@ from test_run_fake import FakeDevice, device, fake_libcuda, run_cli  # noqa: F40
 
 from cubinrun.errors import EXIT_BUILD, EXIT_CHECK_FAILED, EXIT_CUDA, EXIT_OK, \
     EXIT_REGRESSION, EXIT_USAGE
-from cubinrun.run import RunOptions
+from cubinrun.pipeline.result import RunOptions
 from cubinrun.runs import executor
 from cubinrun.runs.expand import expand
 from cubinrun.runs.outcome import most_severe

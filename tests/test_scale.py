@@ -20,7 +20,7 @@ from test_run_fake import device, fake_libcuda, run_cli  # noqa: F401 (fixtures)
 from test_runs import CONFIGS, FAST, REPO, passing, spec_copy, workers  # noqa: F401
 
 from cubinrun.errors import EXIT_CHECK_FAILED, EXIT_CUDA, EXIT_USAGE, UsageError
-from cubinrun.run import RunOptions
+from cubinrun.pipeline.result import RunOptions
 from cubinrun.runs.bundle import Mirror, digest, needed_files, run_mirrored
 from cubinrun.runs.devices import parse_devices, placements, spread
 from cubinrun.runs.expand import expand

@@ -10,10 +10,10 @@ import pytest
 from conftest import REPO
 from test_cli import run
 
-from cubinrun.spec import sections
-from cubinrun.spec.loader import TOP_LEVEL_KEYS
-from cubinrun.spec.schema import SCHEMA_FILE, schema, schema_text
-from cubinrun.yamlload import load_yaml_file
+from cubinrun.specfile import sections
+from cubinrun.specfile.loader import TOP_LEVEL_KEYS
+from cubinrun.specfile.schema import SCHEMA_FILE, schema, schema_text
+from cubinrun.specfile.yamlload import load_yaml_file
 
 jsonschema = pytest.importorskip("jsonschema")      # the `test` extra has it
 
@@ -111,7 +111,7 @@ SECTION_PATHS = {"spec": (), "kernel": ("kernel",), "launch": ("launch",),
 
 
 def test_the_spec_with_every_section_loads_and_is_valid(write_spec):
-    from cubinrun.spec import load_spec
+    from cubinrun.specfile import load_spec
     path = write_spec(EVERY_SECTION)
     load_spec(path)
     assert errors(load_yaml_file(path)) == []
@@ -123,7 +123,7 @@ def test_the_loader_and_the_schema_refuse_the_same_unknown_key(write_spec, secti
     import yaml
 
     from cubinrun.errors import SpecError
-    from cubinrun.spec import load_spec
+    from cubinrun.specfile import load_spec
     tree = yaml.safe_load(EVERY_SECTION)
     node = tree
     for key in SECTION_PATHS[section]:

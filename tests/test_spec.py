@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from cubinrun.errors import SpecError
-from cubinrun.spec import BufferRef, ConstArg, DescArg, ScalarArg, TupleArg, load_spec, parse_overrides
+from cubinrun.specfile import (
+    BufferRef, ConstArg, DescArg, ScalarArg, TupleArg, load_spec, parse_overrides)
 
 EXAMPLE = """\
 kernel:
@@ -381,6 +382,6 @@ grid: [1]
 """)
     spec = load_spec(path)
     assert len(spec.leaves()) == leaves
-    from cubinrun.slots import bind_slots
+    from cubinrun.plan.slots import bind_slots
     slots = bind_slots(spec)
     assert [s.value for s in slots if s.kind == "scalar"][-4:] == [64, 64, 64, 1]

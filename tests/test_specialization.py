@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from cubinrun.errors import SpecError
-from cubinrun.plan import make_plan
-from cubinrun.spec import load_spec
-from cubinrun.specialization import check_addresses, check_plan
+from cubinrun.plan.make import make_plan
+from cubinrun.specfile import load_spec
+from cubinrun.plan.specialization import check_addresses, check_plan
 
 FIXTURES = Path(__file__).parent / "fixtures" / "triton"
 NAMED = ["3.5.1", "3.6.0", "3.7.1", "3.8.0", "3.9.0"]     # 3.4's TTIR names no parameter
@@ -110,7 +110,7 @@ def test_device_addresses_are_checked_once_allocated(tmp_path):
 
 
 def test_kernels_without_specializations_are_not_checked(tmp_path, write_spec):
-    from cubinrun.spec.loader import load_spec as load
+    from cubinrun.specfile.loader import load_spec as load
     spec = load(fold_spec(tmp_path))
     assert spec.divisibility is not None
     plain = load_spec(write_spec("""\

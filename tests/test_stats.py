@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from cubinrun.stats import Summary
+from cubinrun.gpu.stats import Summary
 
 
 def test_summary_of_known_samples():

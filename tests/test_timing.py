@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from cubinrun.timing import MAX_SAMPLES, MIN_SAMPLES, corrected, offset_from_medians, sample_count
+from cubinrun.gpu.timing import (
+    MAX_SAMPLES, MIN_SAMPLES, corrected, offset_from_medians, sample_count)
 
 
 def test_the_offset_is_what_one_pair_reads_beyond_the_per_launch_slope():

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from fakecuda.device import FakeDevice
 
-from cubinrun import driver, transfer
-from cubinrun.parallel import submit
-from cubinrun.transfer import Staging
+from cubinrun.gpu import driver, transfer
+from cubinrun.hostdata.threads import submit
+from cubinrun.gpu.transfer import Staging
 
 
 @pytest.fixture
@@ -103,7 +103,7 @@ def test_download_hands_over_each_range_once_in_order(fake):
 
 
 def test_ordered_results_come_in_order_with_few_made_ahead():
-    from cubinrun.parallel import ordered
+    from cubinrun.hostdata.threads import ordered
     made, ahead = [], 3
 
     def task(k: int) -> int:

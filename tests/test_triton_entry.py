@@ -12,7 +12,7 @@ import pytest
 
 from cubinrun.errors import SpecError
 from cubinrun.signature import expand, leaf_size
-from cubinrun.spec.triton_entry import read_triton_entry, signature_from_ttir
+from cubinrun.specfile.triton_entry import read_triton_entry, signature_from_ttir
 
 FIXTURES = Path(__file__).parent / "fixtures" / "triton"
 VERSIONS = ["3.4.0", "3.5.1", "3.6.0", "3.7.1", "3.8.0", "3.9.0"]
@@ -267,7 +267,7 @@ def test_ttir_divisibility_lines_up_with_decomposed_descriptors():
             "%d.shape.1: i32 loc(\"d.shape.1\"), %d.stride.0: i64 {tt.divisibility = 16 : i32} "
             "loc(\"d.stride.0\"), %d.stride.1: i64 loc(\"d.stride.1\"), "
             "%t.0: i32 {tt.divisibility = 8 : i32} loc(\"t.0\")) {")
-    from cubinrun.spec.triton_entry import read_ttir
+    from cubinrun.specfile.triton_entry import read_ttir
     ttir = read_ttir(text)
     assert str(ttir.signature) == "tensordesc<fp32[16, 32]>,(i32)"
     assert ttir.names == ("d", "t")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from cubinrun import tma
+from cubinrun.gpu import tma
 from cubinrun.dtypes import ELEMENT_TYPES
 from cubinrun.errors import SpecError
-from cubinrun.spec import BufferArg, DescArg, Init
+from cubinrun.specfile import BufferArg, DescArg, Init
 from cubinrun.binary.validate import arch_runs_on, check_arch
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cubinrun import cache
+from cubinrun.cache import folders as cache
 from cubinrun.launcher import build_launcher, generate_source, load_launcher, module_name_for
 from cubinrun.launcher.compilers import find_compiler, python_dll
 from fakecuda import fake_driver_env, recorded_launches, shared_fake_driver

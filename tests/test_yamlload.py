@@ -9,7 +9,7 @@ import math
 import pytest
 
 from cubinrun.errors import SpecError
-from cubinrun.yamlload import load_yaml_text
+from cubinrun.specfile.yamlload import load_yaml_text
 
 from test_hardening import BASE, cli, error_line, spec  # noqa: F401  (a fixture)
 
@@ -70,7 +70,7 @@ def test_a_leading_zero_in_a_spec_is_one_line_with_its_line(capsys, spec):
 
 
 def test_exponent_floats_reach_numeric_fields_as_numbers(spec):
-    from cubinrun.spec import load_spec
+    from cubinrun.specfile import load_spec
     text = BASE.replace("grid: [4]", "grid: [4]\ncheck:\n  out: {expect: x + y, rtol: 1e-6, "
                         "atol: 2.5e-7}\nbench: {warmup: 1e1, rep: 2e2, bytes: 12 * N}")
     loaded = load_spec(spec(text))

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Iterator, Union
 
 from ..errors import SpecError, excerpt, shorten
-from ..inputs import read_bounded
+from ..files import read_bounded
 from ..limits import MAX_BINARY_BYTES, MAX_DEMANGLE_CHARS
 
 EM_CUDA = 190

@@ -16,7 +16,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from ..cache import cache_root, mark_used, prune_now_and_then, write_atomically
+from ..cache.folders import cache_root, mark_used, prune_now_and_then, write_atomically
 from ..limits import MAX_FACTS_BYTES
 from . import cubin
 from .cubin import CubinInfo

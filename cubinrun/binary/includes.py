@@ -49,7 +49,7 @@ def headers_digest(source: bytes, source_path: Path, folders: Sequence[str]) -> 
 
 def _read_headers(source: bytes, source_path: Path, folders: Sequence[str]) -> dict[Path, bytes]:
     """The local headers and their contents, each read once (b"" if unreadable)."""
-    from ..inputs import InputTooLarge, read_bounded
+    from ..files import InputTooLarge, read_bounded
     search = [Path(f) for f in folders]
     found: dict[Path, bytes] = {}
     total = 0

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ..cache import cache_root, mark_used, prune_now_and_then, write_atomically
+from ..cache.folders import cache_root, mark_used, prune_now_and_then, write_atomically
 from ..errors import BuildError, UsageError, excerpt
 
 # --- architectures -------------------------------------------------------

@@ -7,14 +7,14 @@ trailing scratch pointers included), a struct's alignment against its offset,
 the arch against the device, the block against the kernel's bounds, the
 cluster against a compiled-in one and the dynamic shared memory against what
 the target arch allows a block (the driver's own figure replaces the table
-once a device is open, kernel.py).
+once a device is open, gpu/kernel.py).
 """
 from __future__ import annotations
 
 from ..dtypes import SCALAR_TYPES
 from ..errors import SpecError
 from ..limits import SHARED_OPTIN_BY_SM
-from ..plan import Plan
+from ..plan.make import Plan
 from ..signature import leaf_size
 from .cubin import CubinInfo, KernelInfo
 

@@ -24,13 +24,13 @@ def inspect(path, kernel_name, as_json):
     if kernel_name:
         infos = [replace(info, kernels=[info.kernel(kernel_name)]) for info in infos]
     if as_json:
-        from ..report import print_json
+        from .report import print_json
         documents = [{**info.to_json(), "globals": [{"name": name, "size": size}
                                                     for name, size in found.items()]}
                      for info, found in zip(infos, variables)]
         print_json(documents[0] if len(documents) == 1 else {"cubins": documents})
     else:
-        from ..inspect_view import render_inspect
+        from .inspect_view import render_inspect
         out = console()
         for info, found in zip(infos, variables):
             render_inspect(info, out, found)
@@ -56,7 +56,7 @@ def compile_command(source, arch, output, defines, include_dirs, options, name_e
     path = existing(source)
     arch = arch or current_arch()
     macros = dict(d.split("=", 1) if "=" in d else (d, None) for d in defines)
-    from ..inputs import read_bounded
+    from ..files import read_bounded
     from ..limits import MAX_SOURCE_BYTES
     source_bytes = read_bounded(path, MAX_SOURCE_BYTES, "CUDA source")
     out = Path(output) if output else path.with_suffix(f".{arch}.cubin")
@@ -86,7 +86,7 @@ def init(path, kernel_name, output, force):
     from pathlib import Path
 
     from ..binary.cubin import load_cubin
-    from ..starter import pick_kernel, starter_spec
+    from .starter import pick_kernel, starter_spec
     cubin = existing(path)
     info = load_cubin(cubin)
     target = Path(output) if output else None

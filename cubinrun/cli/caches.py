@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from ..platform import WINDOWS
 from .common import console, json_option
 
 _NAMES = {"launchers": ("launcher", "launchers"), "nvrtc": ("NVRTC cubin", "NVRTC cubins"),
@@ -24,8 +25,8 @@ def cache() -> None:
 @json_option
 def info(as_json: bool) -> None:
     """Where the cache is, its size and its entries of each kind."""
-    from ..cache import PRUNE_STAMP, PRUNE_UNUSED_DAYS, cache_root
-    from ..cache_entries import iso_time, summarize
+    from ..cache.folders import PRUNE_STAMP, PRUNE_UNUSED_DAYS, cache_root
+    from ..cache.entries import iso_time, summarize
     root = cache_root()
     kinds = summarize(root)
     try:
@@ -34,7 +35,7 @@ def info(as_json: bool) -> None:
         last_prune = None
     total = sum(k.bytes for k in kinds)
     if as_json:
-        from ..report import print_json
+        from .report import print_json
         print_json({"root": str(root), "bytes": total,
                     "kinds": {k.kind.name: k.to_json() for k in kinds},
                     "prune": {"unused_days": PRUNE_UNUSED_DAYS, "last": last_prune}})
@@ -69,8 +70,8 @@ def clear(launchers: bool, nvrtc: bool, cubins: bool, as_json: bool) -> None:
     """Remove cached entries (all of them, or the kinds named). Files that cannot
     be removed (a launcher a running process has loaded, on Windows) are kept
     and listed; that is not an error."""
-    from ..cache import cache_root
-    from ..cache_entries import KIND_NAMES, clear as clear_entries
+    from ..cache.folders import cache_root
+    from ..cache.entries import KIND_NAMES, clear as clear_entries
     chosen = (("launchers",) * launchers + ("nvrtc", "nvjitlink") * nvrtc
               + ("cubins",) * cubins) or KIND_NAMES
     root = cache_root()
@@ -84,8 +85,8 @@ def clear(launchers: bool, nvrtc: bool, cubins: bool, as_json: bool) -> None:
 def prune(days: int | None, as_json: bool) -> None:
     """Remove the entries not used for a while now (cubinrun also does this by
     itself, once a day)."""
-    from ..cache import PRUNE_UNUSED_DAYS, cache_root
-    from ..cache_entries import prune as prune_entries
+    from ..cache.folders import PRUNE_UNUSED_DAYS, cache_root
+    from ..cache.entries import prune as prune_entries
     root = cache_root()
     days = PRUNE_UNUSED_DAYS if days is None else days
     _report(root, prune_entries(root, days * 24 * 3600), as_json, f"removed (unused {days} days)")
@@ -94,7 +95,7 @@ def prune(days: int | None, as_json: bool) -> None:
 def _report(root, removal, as_json: bool, verb: str) -> None:
     from ..text import human_bytes
     if as_json:
-        from ..report import print_json
+        from .report import print_json
         print_json({"root": str(root), **removal.to_json()})
         return
     counts = ", ".join(f"{n} {_NAMES[kind][n != 1]}" for kind, n in removal.removed.items())
@@ -103,6 +104,6 @@ def _report(root, removal, as_json: bool, verb: str) -> None:
         path, why = removal.kept[0]
         more = f" and {len(removal.kept) - 1} more" if len(removal.kept) > 1 else ""
         hint = ("; a launcher that a running cubinrun has loaded stays until that process "
-                "ends" if sys.platform == "win32" else "")
+                "ends" if WINDOWS else "")
         sys.stderr.write(f"kept {len(removal.kept)} file{'s' * (len(removal.kept) > 1)} that "
                          f"could not be removed: {path} ({why}){more}{hint}\n")

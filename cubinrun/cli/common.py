@@ -114,7 +114,7 @@ def existing(path: str) -> Path:
 
 def current_arch() -> str:
     """The arch of device 0, or a clear request for --arch when there is none."""
-    from .. import driver
+    from ..gpu import driver
     from ..errors import CudaError, UsageError
     try:
         return driver.get_device(0).arch
@@ -136,13 +136,14 @@ def write_output(path: str, text: str, force: bool) -> None:
 
 def one_run(spec_path: str, overrides: tuple[str, ...], device: int | None):
     """The spec at exactly one point, for commands that run or write one launch
-    (profile, repro): (Spec, its overrides as NAME=VALUE words). A spec whose
+    (profile, repro): (its plan, its overrides as NAME=VALUE words). A spec whose
     sweep has several points is a usage error asking for --set; device values
     come from device `device` (0), read only if the spec names one."""
     from ..errors import UsageError
-    from ..props import device_values_of
+    from ..gpu.props import device_values_of
+    from ..pipeline.prepare import plan_spec
     from ..runs.expand import expand, point_text
-    from ..spec import load_spec, parse_overrides
+    from ..specfile import parse_overrides
     tasks = expand([spec_path], parse_overrides(overrides))
     task = tasks[0]
     if task.error is not None:
@@ -150,8 +151,8 @@ def one_run(spec_path: str, overrides: tuple[str, ...], device: int | None):
     if len(tasks) > 1:
         raise UsageError(f"{spec_path}: its sweep has {len(tasks)} points and this command runs "
                          f"one: pick it with --set (e.g. {point_text(task.point)})")
-    spec = load_spec(spec_path, task.overrides, device=device_values_of(device or 0))
-    return spec, tuple(f"{k}={v}" for k, v in task.overrides.items())
+    plan = plan_spec(spec_path, task.overrides, device_values_of(device or 0))
+    return plan, tuple(f"{k}={v}" for k, v in task.overrides.items())
 
 
 def optional_value(args: list[str], option: str, takes: Callable[[str], bool],

@@ -11,11 +11,11 @@ from .common import console, device_option, json_option
 @json_option
 def props(device, as_json):
     """Print the properties of every device (or of --device N)."""
-    from ..props import collect_all
+    from ..gpu.props import collect_all
     devices = collect_all(device)
     if as_json:
-        from ..report import print_json
+        from .report import print_json
         print_json({"devices": devices})
     else:
-        from ..report import render_props
+        from .report import render_props
         render_props(devices, console())

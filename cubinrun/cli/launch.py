@@ -156,24 +156,17 @@ def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no
     SPEC may be several spec files and folders (their *.yaml); every spec and
     every point of its sweep runs, with CUDA started once (per worker with
     --devices or --ray)."""
-    from ..errors import SpecError
     args = LaunchArgs(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2,
                       no_bench, raw_events, arch, fail_fast, jsonl, csv_path, markdown, junit,
                       samples, plot, baseline, threshold, ignore_device, props_file,
                       guard=not no_guard, repeat=repeat, sanitize=sanitize, devices=devices,
                       workers_per_gpu=workers_per_gpu, mixed_devices=mixed_devices, ray=ray)
-    try:
-        _launch(args)
-    except SpecError as error:          # found past loading (the binary, the device): locate it
-        if len(specs) != 1:
-            raise
-        from ..spec.locate import locate
-        raise locate(error, specs[0]) from None
+    _launch(args)
 
 
 def _launch(args: LaunchArgs) -> None:
     from ..runs.expand import expand
-    from ..spec import parse_overrides
+    from ..specfile import parse_overrides
     _check_outputs(args)
     _check_numbers(args)
     _check_spread(args)
@@ -215,7 +208,7 @@ def _check_numbers(args: LaunchArgs) -> None:
     --threshold, before any spec is read, used or not."""
     from ..errors import UsageError
     from ..results.compare import parse_threshold
-    from ..spec.model import budget_problem
+    from ..specfile.model import budget_problem
     if args.arch is not None:
         from ..binary.nvrtc import parse_arch
         parse_arch(args.arch)
@@ -277,7 +270,7 @@ def _read_baseline(args: LaunchArgs):
 def _run(tasks, args: LaunchArgs, baseline) -> int:
     from ..errors import EXIT_OK, EXIT_REGRESSION
     from ..results.writers import JsonLines
-    from ..run import RunOptions
+    from ..pipeline.result import RunOptions
     from ..runs.outcome import most_severe
     from ..runs.progress import Progress
     single = len(tasks) == 1
@@ -344,7 +337,7 @@ def _stopper(fail_fast: bool):
 
 def _write_outputs(records, results, exit_code, not_run, wall_s, args: LaunchArgs,
                    single: bool) -> None:
-    from ..report import print_json, render_result
+    from .report import print_json, render_result
     from ..results.table import render_summary
     from ..results.writers import csv_text, json_document, junit_text, markdown_text, \
         summarize, write_text
@@ -390,17 +383,13 @@ def _print_comparison(compare: dict) -> None:
 
 
 def _dry_run(tasks, args: LaunchArgs) -> None:
-    from ..prepare import prepare
-    from ..report import print_json, render_plan
-    from ..dry_checks import check_data
-    from ..spec import load_spec
+    from ..pipeline.prepare import dry_run
+    from .report import print_json, render_plan
     if len(tasks) == 1:
         task = tasks[0]
         if task.error is not None:
             raise task.error
-        spec = load_spec(task.spec, task.overrides, device=_dry_device(args))
-        prepared = prepare(spec, arch=args.arch)
-        check_data(spec)
+        prepared = dry_run(task.spec, task.overrides, _dry_device(args), args.arch)
         if args.as_json:
             print_json(prepared.to_json())
         else:
@@ -412,13 +401,10 @@ def _dry_run(tasks, args: LaunchArgs) -> None:
 def _dry_run_many(tasks, args: LaunchArgs) -> int:
     """Every spec and point validated without a GPU: a table (or JSON) and the
     most severe exit code, so CI on a CPU machine checks a whole folder."""
-    from ..errors import CubinrunError, SpecError
-    from ..prepare import prepare
-    from ..report import print_json
-    from ..dry_checks import check_data
+    from ..errors import CubinrunError
+    from ..pipeline.prepare import dry_run
+    from .report import print_json
     from ..runs.outcome import RunRecord, most_severe
-    from ..spec import load_spec
-    from ..spec.locate import locate
     from ..text import dims
     rows, documents, codes = [], [], []
     device = _dry_device(args)
@@ -426,12 +412,8 @@ def _dry_run_many(tasks, args: LaunchArgs) -> int:
         try:
             if task.error is not None:
                 raise task.error
-            spec = load_spec(task.spec, task.overrides, device=device)
-            prepared = prepare(spec, arch=args.arch)
-            check_data(spec)
+            prepared = dry_run(task.spec, task.overrides, device, args.arch)
         except CubinrunError as error:
-            if isinstance(error, SpecError):
-                locate(error, task.spec)
             record = RunRecord.failed(task, error)
             codes.append(record.exit_code)
             documents.append(record.to_json())
@@ -464,7 +446,7 @@ def _dry_run_many(tasks, args: LaunchArgs) -> int:
 
 def _dry_device(args: LaunchArgs):
     """Device values for a dry run: --props FILE, else --arch's known GPU, else none."""
-    from ..spec.device_values import for_arch, from_props_file, unavailable
+    from ..specfile.device_values import for_arch, from_props_file, unavailable
     if args.props:
         return from_props_file(args.props, args.device)
     return for_arch(args.arch) if args.arch else unavailable()

@@ -29,15 +29,11 @@ def profile(spec_path, ncu_args, overrides, device, as_json, keep, l2):
     """
     from ..debug.profiler import find_ncu, run_profile
     from ..debug.tools import cubinrun_command
-    from ..errors import SpecError
-    from ..report import print_json
+    from .report import print_json
     from .common import one_run
-    try:
-        spec, overrides = one_run(spec_path, overrides, device)
-        kernel = spec.kernel.name or _kernel_name(spec)
-    except SpecError as error:
-        from ..spec.locate import locate
-        raise locate(error, spec_path) from None
+    plan, overrides = one_run(spec_path, overrides, device)
+    spec = plan.spec
+    kernel = spec.kernel.name or _kernel_name(plan)
     executable = find_ncu()
     run = run_profile(kernel, l2 or spec.bench.l2, cubinrun_command(spec_path, overrides, device),
                       list(ncu_args), keep, executable)
@@ -51,13 +47,13 @@ def profile(spec_path, ncu_args, overrides, device, as_json, keep, l2):
     sys.exit(run.exit_code if 0 <= run.exit_code <= 5 else 4)
 
 
-def _kernel_name(spec) -> str:
+def _kernel_name(plan) -> str:
     from ..errors import UsageError
-    from ..prepare import needs_device_target, prepare
-    if needs_device_target(spec):
+    from ..pipeline.prepare import needs_device_target, prepare
+    if needs_device_target(plan.spec):
         raise UsageError("profile needs kernel.name for a source: or ptx: kernel (ncu filters "
                          "launches by name)")
-    return prepare(spec).kernel_name
+    return prepare(plan).kernel_name
 
 
 def _pct(value) -> str:

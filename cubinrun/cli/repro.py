@@ -21,19 +21,15 @@ def repro(spec_path, folder, overrides, arch):
     NVIDIA driver are all it needs)."""
     from pathlib import Path
 
-    from ..debug.repro import load_kernel_for_repro, write_repro
-    from ..errors import SpecError
-    from ..prepare import needs_device_target
+    from ..debug.repro import write_repro
+    from ..pipeline.prepare import needs_device_target, prepare
     from ..text import human_bytes
     from .common import current_arch, one_run
-    try:
-        spec, _ = one_run(spec_path, overrides, None)
-        if needs_device_target(spec) and arch is None:
-            arch = current_arch()
-        written = write_repro(load_kernel_for_repro(spec, arch), Path(folder))
-    except SpecError as error:
-        from ..spec.locate import locate
-        raise locate(error, spec_path) from None
+    plan, _ = one_run(spec_path, overrides, None)
+    if needs_device_target(plan.spec) and arch is None:
+        arch = current_arch()
+    # a reproducer brings its own launcher: none is built
+    written = write_repro(prepare(plan, arch=arch, build_launcher=False), Path(folder))
     inputs = sum(1 for f in written.files if f.startswith("inputs/"))
     click.echo(f"wrote {written.folder}: kernel.cubin, {inputs} input(s) "
               f"({human_bytes(written.input_bytes)}), expected values for "

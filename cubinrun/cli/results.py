@@ -30,7 +30,7 @@ def compare(baseline, new, threshold, ignore_device, as_json):
         counts[c.verdict] = counts.get(c.verdict, 0) + 1
     code = EXIT_REGRESSION if counts.get("SLOWER") else EXIT_OK
     if as_json:
-        from ..report import print_json
+        from .report import print_json
         print_json({"threshold": fraction, "comparisons": [c.to_json() for c in comparisons],
                     "summary": {"verdicts": counts, "exit_code": code}})
     else:

@@ -17,7 +17,7 @@ def schema(output, force):
 
     Point an editor at it with a first line in a spec:
     `# yaml-language-server: $schema=PATH/spec.schema.json`."""
-    from ..spec.schema import schema_text
+    from ..specfile.schema import schema_text
     text = schema_text()
     if output:
         write_output(output, text, force)

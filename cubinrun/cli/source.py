@@ -29,7 +29,7 @@ def gen(spec_path, compact, scratch, overrides, output, force):
     if compact is not None:
         leaf_types = [leaf.type for leaf in expand(parse_compact(compact))]
     else:
-        from ..spec import load_spec, parse_overrides
+        from ..specfile import load_spec, parse_overrides
         spec = load_spec(spec_path, parse_overrides(overrides))
         leaf_types = [leaf.type for leaf in spec.leaves()]
         scratch = spec.launch.scratch_params

@@ -25,8 +25,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import driver
-from ..hostdata import to_float64
+from ..gpu import driver
+from ..hostdata.values import to_float64
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ class _Kept:
         self.digests = self._digests(memory.staging, buffer.pointer)
 
     def _digests(self, staging, pointer: int) -> list[bytes]:
-        from ..parallel import gather, submit
+        from ..hostdata.threads import gather, submit
         futures: list = []
 
         def read(start: int, stop: int, view) -> list:

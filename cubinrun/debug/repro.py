@@ -6,14 +6,14 @@ only the driver API, and `run.sh`, which builds it with `cc` and runs it.
 
 The C passes the kernel exactly the parameter bytes cubinrun's launcher
 passes: scalars and structs passed by value are packed here as the launcher
-gets them (packing.py: fp16 and bf16 rounded to nearest even from the
+gets them (plan/packing.py: fp16 and bf16 rounded to nearest even from the
 double, booleans in one byte) and written into the C as bytes; pointers are
 the program's own allocations, in the same places (a buffer's `offset:`
 past its allocation's start included), patched into structs that hold
 them; a CUtensorMap is
 encoded by the program with cuTensorMapEncodeTiled from the same arguments
 cubinrun uses (tma.tiled_args). Function and launch attributes follow
-kernel.py and the launcher's Config: the shared-memory opt-in above 48 KiB,
+gpu/kernel.py and the launcher's Config: the shared-memory opt-in above 48 KiB,
 non-portable clusters above 8, PDL, cooperative, clusters (num_ctas: a
 (K, 1, 1) cluster with the SPREAD policy). The expected outputs come from the
 spec's `check` (check.expected_for), so generating a reproducer needs no GPU
@@ -33,8 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..hostdata import input_values, to_float64
-from ..packing import pack_struct, scalar_bytes
+from ..hostdata.values import input_values, to_float64
+from ..plan.packing import pack_struct, scalar_bytes
 from ..signature import leaf_size
 
 _TEMPLATE = Path(__file__).with_name("repro_template.c")
@@ -65,23 +65,18 @@ class Written:
 
 # ---------------------------------------------------------------- the folder
 
-def load_kernel_for_repro(spec, arch: str | None = None):
-    """A prepare.Prepared without a launcher (a reproducer has its own): the
-    binary read (or compiled for `arch`) and checked against the spec."""
-    from ..prepare import prepare
-    return prepare(spec, arch=arch, build_launcher=False)
-
-
 def write_repro(prepared, folder: Path, inputs: list | None = None) -> Written:
     """Write the reproducer of `prepared` (prepare.Prepared; no launcher needed).
     `inputs`: the buffers' hostdata.InputValues (made here if not given). Inputs
     and expected outputs are written block by block, made on the worker
     threads: no buffer is ever whole in host memory."""
-    from ..buffers import make_inputs
-    from ..check import expected_for
+    from ..gpu.buffers import make_inputs
+    from ..hostdata.check import expected_for
     plan = prepared.plan
     spec = plan.spec
-    refuse_unsupported(spec)
+    from ..specfile.locate import located
+    with located(spec.path):
+        refuse_unsupported(spec)
     if inputs is None:
         inputs = make_inputs(plan)
     inputs = list(inputs) + [input_values(g, len(spec.buffers) + i)       # as a launch makes them
@@ -89,7 +84,7 @@ def write_repro(prepared, folder: Path, inputs: list | None = None) -> Written:
     symbols = {}
     if spec.globals:
         from ..binary.cubin import module_globals
-        from ..module_globals import check_globals
+        from ..gpu.module_globals import check_globals
         symbols = check_globals(spec, module_globals(prepared.cubin), str(spec.kernel.path))
     folder.mkdir(parents=True, exist_ok=True)
     for sub in ("inputs", "expected", "outputs"):
@@ -116,7 +111,8 @@ def write_repro(prepared, folder: Path, inputs: list | None = None) -> Written:
     for check in spec.checks:
         buffer = outputs[check.output]
         dtype = buffer.dtype
-        expected = expected_for(check, buffer.shape, dtype, by_name, env)
+        with located(spec.path):            # a reference's errors name the spec's line
+            expected = expected_for(check, buffer.shape, dtype, by_name, env)
         path = f"expected/{_file_name(check.output)}.bin"
         _write_blocks(folder / path, expected.blocks())
         files.append(path)
@@ -149,7 +145,7 @@ def refuse_unsupported(spec) -> None:
 
 
 def _input_blocks(values):
-    from ..parallel import ordered
+    from ..hostdata.threads import ordered
     return ordered(lambda k=k: values.block(k) for k in range(values.blocks))
 
 
@@ -204,7 +200,7 @@ def _source(prepared, buffer_rows: list[str], check_rows: list[str], tables: dic
 
 def _params(plan, names: list[str]) -> str:
     """One C declaration per kernel parameter, then the array of their addresses."""
-    from ..tma import tiled_args
+    from ..gpu.tma import tiled_args
     spec = plan.spec
     lines, pointers = [], []
     for k, slot in enumerate(plan.slots):

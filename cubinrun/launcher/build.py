@@ -22,9 +22,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Sequence
 
-from ..cache import cache_root, mark_used, prune_now_and_then
+from ..cache.folders import cache_root, mark_used, prune_now_and_then
 from ..errors import BuildError
-from .cache_entry import store, verified_module
+from ..platform import WINDOWS
+from ..cache.launcher_entry import store, verified_module
 from .codegen import generate_source, module_name_for
 from .compilers import Compiler, find_compiler
 from .tool_runs import run_tool
@@ -96,7 +97,7 @@ def load_launcher(leaf_types: Sequence[str], num_scratch: int = 0) -> ModuleType
 def _ext_suffix() -> str:
     """The stable ABI's suffix: the file is an abi3 module (the key still holds
     the interpreter, so each has its own entry)."""
-    return ".pyd" if os.name == "nt" else ".abi3.so"
+    return ".pyd" if WINDOWS else ".abi3.so"
 
 
 def _import_cached(module_name: str, prefix: Path) -> ModuleType | None:

@@ -6,7 +6,7 @@ declaration of its storage (and of its last converted value, see CONVERT in
 template.c), a call to the converter for its kind, and its place in the
 parameter array handed to cuLaunchKernelEx. A struct, array or vector passed
 by value is an aligned byte array of its size, filled by `to_blob` from the
-bytes Python packed (packing.py), so one converter serves every struct.
+bytes Python packed (plan/packing.py), so one converter serves every struct.
 """
 from __future__ import annotations
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import BuildError
+from ..platform import WINDOWS
 from .tool_runs import run_tool
 
 GCC, MSVC, TCC = "gcc", "msvc", "tcc"
@@ -99,7 +100,7 @@ class Compiler:
 def find_compiler(platform: str | None = None) -> Compiler:
     """The compiler launchers are built with (order in the module docstring);
     `platform` stands in for sys.platform in tests."""
-    windows = (platform or sys.platform) == "win32"
+    windows = WINDOWS if platform is None else platform == "win32"
     if env := os.environ.get("CC", "").strip():
         return _from_cc(env, windows)
     for found in (_windows_candidates() if windows else _posix_candidates()):

@@ -11,6 +11,7 @@ import signal
 from typing import Sequence
 
 from ..errors import BuildError, UsageError
+from ..platform import WINDOWS
 
 DEFAULT_CC_TIMEOUT_S = 120.0    # a launcher compiles in about a second; zig's first run is slow
 
@@ -40,7 +41,7 @@ def run_tool(command: Sequence[str], who: str, doing: str,
     try:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True, cwd=cwd,
-                                   start_new_session=os.name != "nt")
+                                   start_new_session=not WINDOWS)
     except OSError as e:
         raise BuildError(f"cannot run {who} ({command[0]}): {e.strerror}") from None
     try:
@@ -59,7 +60,7 @@ def _kill(process) -> None:
     """Kill the tool and what it started, then reap it without waiting long
     on pipes that a straggler may still hold."""
     import subprocess
-    if os.name == "nt":
+    if WINDOWS:
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):   # the whole tree
             subprocess.run(["taskkill", "/F", "/T", "/PID", str(process.pid)],
                            capture_output=True, timeout=10)

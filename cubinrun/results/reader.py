@@ -20,7 +20,7 @@ from ..limits import MAX_RESULT_SAMPLES
 
 def read_results(path: str | Path) -> list[dict]:
     from ..errors import SpecError
-    from ..inputs import read_text
+    from ..files import read_text
     from ..limits import MAX_RESULTS_BYTES
     path = Path(path)
     try:

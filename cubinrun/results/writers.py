@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from ..report import _finite as finite          # NaN and infinities as null
+from ..text import finite
 from .rows import DEBUG_CHECKS, failed_checks, number, percent, point_text, row
 
 CSV_COLUMNS = ("spec", "point", "kernel", "device", "device_ordinal", "device_uuid", "host",

@@ -3,6 +3,6 @@ runs (`expand`, `axes`), executed with CUDA started once and a kernel fault
 confined to its own run (`executor`, `worker`), with a progress bar
 (`progress`) and one exit code for them all (`outcome`).
 
-Above run.py (one run on a device) and below the CLI; the result files,
+Above the pipeline (one run on a device) and below the CLI; the result files,
 `compare` and `plot` live in `cubinrun.results`.
 """

@@ -64,8 +64,8 @@ def needed_files(task: RunTask) -> list[Path]:
 def _load(task: RunTask):
     """The spec at the task's point, or None if it does not load."""
     from ..errors import CubinrunError
-    from ..spec import load_spec
-    from ..spec.device_values import KNOWN_GPUS, for_arch
+    from ..specfile import load_spec
+    from ..specfile.device_values import KNOWN_GPUS, for_arch
     for device in (None, *map(for_arch, KNOWN_GPUS)):
         try:
             return load_spec(task.spec, task.overrides, device=device)

@@ -73,7 +73,7 @@ class LocalDevice:
 
 def enumerate_devices() -> list[LocalDevice]:
     """Every GPU this process may use, in PCI bus order."""
-    from .. import driver
+    from ..gpu import driver
     os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"      # before cuInit reads it
     count = driver.init()
     found = []
@@ -144,7 +144,7 @@ def _threads_per_worker(workers: int) -> int:
     """The host threads each worker makes inputs and checks with: the cores shared
     out, so W workers do not start W pools as large as the machine (and the
     capacity check, which counts memory per thread, does not count them W times)."""
-    from ..parallel import worker_count
+    from ..hostdata.threads import worker_count
     return max(1, worker_count() // workers)
 
 

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator, Sequence
 
 from ..errors import EXIT_CUDA
-from ..run import RunOptions
+from ..pipeline.session import RunOptions
 from .devices import Placement
 from .expand import RunTask
 from .outcome import RunRecord

@@ -91,7 +91,7 @@ def expand(paths: Sequence[str], overrides: dict[str, str],
 def spec_axes(spec: str, cli_axes: list[Axis], overrides: dict[str, str]) -> list[Axis]:
     """The spec's sweep, with the command line's axes replacing or added, and
     --set pinning swept vars. Raises SpecError for the spec's own mistakes."""
-    from ..yamlload import load_yaml_file
+    from ..specfile.yamlload import load_yaml_file
     tree = load_yaml_file(Path(spec))
     if not isinstance(tree, dict):
         return []                               # the loader says what is wrong

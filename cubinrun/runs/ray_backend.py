@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from ..errors import EXIT_CUDA, CubinrunError, UsageError
-from ..run import RunOptions
+from ..pipeline.session import RunOptions
 from .devices import check_models, check_workers_per_gpu
 from .expand import RunTask
 from .outcome import RunRecord
@@ -69,7 +69,8 @@ class RayWorker:
     def describe(self) -> dict:
         import socket
 
-        from .. import __version__, driver
+        from .. import __version__
+        from ..gpu import driver
         device = self.runner.open()
         self.tag.update(name=device.name, uuid=driver.device_uuid(device.handle),
                         host=socket.gethostname())

@@ -20,7 +20,7 @@ import time
 from typing import Iterable, Iterator
 
 from ..errors import (EXIT_BUILD, EXIT_CHECK_FAILED, EXIT_CUDA, EXIT_OK, EXIT_USAGE,
-                      BuildError, CubinrunError, CudaError, SpecError, UsageError)
+                      BuildError, CubinrunError, CudaError, UsageError)
 from .executor import Stop, _never
 from .expand import RunTask
 from .outcome import RunRecord
@@ -57,9 +57,6 @@ class SanitizerExecutor:
                                        self.device)
             run = run_sanitizer(self.tool, kernel, program, self.executable)
         except CubinrunError as error:
-            if isinstance(error, SpecError):
-                from ..spec.locate import locate
-                locate(error, task.spec)
             return RunRecord.failed(task, error, time.perf_counter() - started)
         return sanitized_record(task, run, time.perf_counter() - started)
 
@@ -68,17 +65,14 @@ class SanitizerExecutor:
         spec leaves it out (not for kernels compiled for the device: only one
         kernel is launched without timing anyway). The spec is read and its data
         checked here first, so its mistakes are found without the tool."""
-        from ..prepare import needs_device_target, prepare
-        from ..props import device_values_of
-        from ..run import check_data
-        from ..spec import load_spec
+        from ..gpu.props import device_values_of
+        from ..pipeline.prepare import needs_device_target, plan_spec, prepare
         if self._device_values is None:
             self._device_values = device_values_of(self.device or 0)
-        spec = load_spec(task.spec, task.overrides, device=self._device_values)
-        check_data(spec)
-        if spec.kernel.name:
-            return spec.kernel.name
-        return None if needs_device_target(spec) else prepare(spec).kernel_name
+        plan = plan_spec(task.spec, task.overrides, self._device_values)
+        if plan.spec.kernel.name:
+            return plan.spec.kernel.name
+        return None if needs_device_target(plan.spec) else prepare(plan).kernel_name
 
     def close(self) -> None:
         pass

@@ -1,8 +1,10 @@
 """Running tasks on one device in this process: the `Runner`, and the loop a
 worker process runs (`serve`).
 
-A Runner starts CUDA once (on a thread, while the first spec is read) and
-keeps one `run.Session` for all its tasks, so a sweep reuses its binary, its
+A Runner owns the device's lifecycle and nothing else: it starts CUDA once
+(on a thread, while the first spec is read), keeps one `pipeline.session.Session`
+for all its tasks and runs each through the one pipeline
+(`pipeline.session.run_spec`), so a sweep reuses its binary, its
 loaded module, the launcher, the stream, the timing kernels and the event
 offset. After a CUDA error the Runner asks the context whether it still
 works: a sticky error (an illegal address, a trap) poisons the context for
@@ -18,9 +20,11 @@ from __future__ import annotations
 
 import time
 
-from .. import driver
-from ..errors import CubinrunError, CudaError, SpecError
-from ..run import RunOptions
+from ..gpu import driver
+from ..errors import CubinrunError, CudaError
+from ..pipeline.result import RunOptions
+from ..pipeline.session import Session, run_spec
+from ..specfile.device_values import DeviceValues
 from .expand import RunTask
 from .outcome import RunRecord
 
@@ -54,9 +58,6 @@ class Runner:
         try:
             result = self._run(task)
         except CubinrunError as error:
-            if isinstance(error, SpecError):
-                from ..spec.locate import locate
-                locate(error, task.spec)
             record = RunRecord.failed(task, error, time.perf_counter() - started)
             record.broken = isinstance(error, CudaError) and self._context_broken(error)
             return record
@@ -84,41 +85,34 @@ class Runner:
         return self._identity
 
     def _run(self, task: RunTask):
-        from ..plan import make_plan
-        from ..run import Session, check_data, prepare_early, run_spec
-        from ..specialization import check_plan
-        from ..spec import load_spec
-        from ..spec.device_values import DeviceValues
-        device_values = DeviceValues(self._device_values, f"device {self.ordinal}")
-        spec = load_spec(task.spec, task.overrides, device=device_values)
-        check_plan(make_plan(spec))         # what the binary was compiled for, before its data
-        check_data(spec)                    # a bad check.expect is found before the launch
+        return run_spec(task.spec, task.overrides, self.options, self)
+
+    # The pipeline's Devices: the values a spec may name, and the session.
+    @property
+    def values(self) -> DeviceValues:
+        return DeviceValues(self._device_values, f"device {self.ordinal}")
+
+    def is_open(self) -> bool:
+        return self.session is not None
+
+    def open_session(self) -> Session:
+        """The session, opening the device now if it is not open (waiting for
+        it if it is opening)."""
         if self.session is None:
-            early = None
-            if self.opening is not None:        # the first run: prepare while CUDA starts
-                early = prepare_early(spec)
-                device = self.opening.wait()
-                self.opening = None
-            else:
-                device = driver.open_device(self.ordinal)
+            opening, self.opening = self.opening, None
+            device = opening.wait() if opening is not None else driver.open_device(self.ordinal)
             self.session = Session(device)
-            return run_spec(spec, self.options, session=self.session, early=early)
-        return run_spec(spec, self.options, session=self.session)
+        return self.session
 
     def open(self) -> driver.Device:
         """The device, opened now rather than with the first run (a Ray worker
         reports it before it is given runs)."""
-        if self.session is None:
-            from ..run import Session
-            opening, self.opening = self.opening, None
-            device = opening.wait() if opening is not None else driver.open_device(self.ordinal)
-            self.session = Session(device)
-        return self.session.device
+        return self.open_session().device
 
     def _device_values(self) -> dict[str, int]:
         """sm_count and the rest, for a spec that names them: from the device this
         runner runs on (waiting for it to open if it is opening)."""
-        from ..props import device_values
+        from ..gpu.props import device_values
         if self.session is not None:
             return device_values(self.session.device)
         if self.opening is not None:

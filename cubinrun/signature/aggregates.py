@@ -19,7 +19,7 @@ That is what nvcc does for kernel parameters (checked against cubins: a
 
 A struct is one kernel parameter; `fields` lists its scalars and pointers
 with their offsets, in the order their values are given, so the launch can
-pack the bytes (packing.py) with device addresses filled in.
+pack the bytes (plan/packing.py) with device addresses filled in.
 """
 from __future__ import annotations
 

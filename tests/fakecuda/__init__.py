@@ -153,7 +153,7 @@ def shared_fake_driver(folder: Path) -> FakeDriver:
 def install_fake_device(monkeypatch, fake: FakeDriver, param_sizes: Sequence[int]):
     """A fresh FakeDevice in place of `driver.call`, the fake libcuda reset and told
     the launcher's parameter sizes: what a test of the whole launch path needs."""
-    from cubinrun import driver
+    from cubinrun.gpu import driver
 
     from .device import FakeDevice
     device = FakeDevice(lambda: fake.launch_count)

@@ -1,6 +1,6 @@
 """The fake device: answers cuda.bindings driver calls by name, in-process,
 as an H200 would (device memory is host memory). Tests put it in place of
-`cubinrun.driver.call`; worker processes install it through `worker.install`.
+`cubinrun.gpu.driver.call`; worker processes install it through `worker.install`.
 
 Faults, for the multi-run tests: a kernel named in `sticky_kernels` poisons
 the context at the next synchronise (as an illegal address does: every later
@@ -23,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-from cubinrun import driver
+from cubinrun.gpu import driver
 
 CUDA_ERROR_ILLEGAL_ADDRESS = 700
 CUDA_ERROR_NOT_FOUND = 500

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cubinrun import driver
+from cubinrun.gpu import driver
 
 from . import FakeDriver
 from .device import FakeDevice

@@ -1,0 +1,167 @@
+"""Device memory for one launch: the spec's buffers (filled from their inputs)
+and the scratch areas, freed together at the end.
+
+Inputs are never whole in host memory: each buffer's input is made block by
+block into pinned staging slots and copied while the next blocks are made
+(`transfer.Staging`); buffers whose every element is the same (zeros, and
+fills of 1, 2 or 4 bytes) are set by the device instead. The inputs stay
+available, as `hostdata.InputValues`, for the check to read again.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from . import driver
+from ..hostdata.values import InputValues, input_values
+from ..plan.make import Plan, ScratchPlan
+from ..specfile import BufferArg
+from .transfer import Staging
+
+CU_MEM_ALLOC_ALIGNMENT = 256        # cuMemAlloc's guarantee
+
+
+@dataclass
+class DeviceBuffer:
+    spec: BufferArg
+    values: InputValues              # the input, read again by the check
+    pointer: int
+
+
+@dataclass
+class DeviceMemory:
+    buffers: dict[str, DeviceBuffer] = field(default_factory=dict)
+    global_scratch: int = 0
+    profile_scratch: int = 0
+    staging: Staging | None = None
+    owns_staging: bool = True        # False: a session's, kept for its next run
+    seconds: dict[str, float] = field(default_factory=dict)    # "init", "upload"
+    guard: bool = False              # guard bands around each buffer (gpu/guards.py)
+    guards: list = field(default_factory=list)
+    globals: dict = field(default_factory=dict)     # module_globals.DeviceGlobal, by name
+    _allocations: list[int] = field(default_factory=list)
+
+    def _alloc(self, nbytes: int, align: int = 1) -> int:
+        extra = align if align > CU_MEM_ALLOC_ALIGNMENT else 0
+        base = driver.alloc(nbytes + extra)
+        self._allocations.append(base)
+        return -(-base // align) * align if extra else base
+
+    def add_buffer(self, spec: BufferArg, values: InputValues) -> DeviceBuffer:
+        """Room for the buffer (`offset:` bytes past an allocation's start, between
+        guard bands with `guard`, whose patterns go on the staging stream); `upload`
+        fills it."""
+        if self.guard:
+            from .guards import guarded_alloc
+            pointer, guard = guarded_alloc(self._alloc, spec.name, spec.nbytes, spec.dtype.size,
+                                           spec.offset_bytes, self.staging.stream)
+            self.guards.append(guard)
+        else:
+            pointer = self._alloc(spec.nbytes + spec.offset_bytes) + spec.offset_bytes
+        buffer = DeviceBuffer(spec, values, pointer)
+        self.buffers[spec.name] = buffer
+        return buffer
+
+    def add_scratch(self, scratch: ScratchPlan) -> int:
+        """Zeroed, as a freshly allocated Triton scratch area is not, but
+        reproducible runs are worth 1 memset (on the staging stream, which
+        `upload` waits for)."""
+        if scratch.nbytes == 0:
+            return 0
+        pointer = self._alloc(scratch.nbytes, scratch.align)
+        driver.memset_async(pointer, 0, scratch.nbytes, self.staging.stream)
+        return pointer
+
+    def upload(self) -> None:
+        """Fill every buffer from its input (the device is free to run afterwards)."""
+        from . import module_globals
+        staging = self.staging
+        kept = module_globals.write(self.globals, staging.stream)     # alive until finish()
+        for buffer in self.buffers.values():
+            values = buffer.values
+            if values.pattern is not None:
+                driver.fill_async(buffer.pointer, values.pattern, values.count, staging.stream)
+            else:
+                staging.upload(buffer.pointer, values.host, values.count, values.block_size,
+                               values.block)
+        staging.finish()
+        del kept
+
+    def restore(self, plan: Plan) -> None:
+        """Back to the state before the first launch (`--repeat`): the scratch zeroed
+        and every buffer's input made and uploaded again."""
+        for pointer, scratch in ((self.global_scratch, plan.global_scratch),
+                                 (self.profile_scratch, plan.profile_scratch)):
+            if pointer:
+                driver.memset_async(pointer, 0, scratch.nbytes, self.staging.stream)
+        self.upload()
+
+    def alloc_copy(self, pointer: int, nbytes: int) -> int:
+        """A device copy of `nbytes` at `pointer`, queued on the staging stream (so
+        before any later upload), freed with the rest."""
+        copy = self._alloc(nbytes)
+        driver.copy_on_device_async(copy, pointer, nbytes, self.staging.stream)
+        return copy
+
+    def free(self) -> None:
+        if self.staging is not None:
+            if self.owns_staging:
+                self.staging.close()
+            else:
+                self.staging.reset()
+            self.staging = None
+        while self._allocations:
+            driver.free_quietly(self._allocations.pop())
+
+
+def make_inputs(plan: Plan) -> list[InputValues]:
+    """Every buffer's input, in the spec's order, checked but not made yet (no GPU
+    needed); a spec whose inputs cannot fit the host is refused here."""
+    from .capacity import check_host
+    check_host(plan.spec)
+    return [input_values(spec, index) for index, spec in enumerate(plan.spec.buffers.values())]
+
+
+def make_host_arrays(plan: Plan) -> list[np.ndarray]:
+    """Every buffer's input as a whole array."""
+    return [values.whole() for values in make_inputs(plan)]
+
+
+def allocate(plan: Plan, inputs: list[InputValues] | None = None,
+             device_name: str = "the device", guard: bool = False,
+             repeat: int = 1,
+             staging: Callable[[int], Staging] | None = None,
+             module_globals: dict | None = None) -> DeviceMemory:
+    """Device buffers filled from `inputs` (made here if not given) and the scratch;
+    with `guard`, each buffer between two guard bands. Refused before anything is
+    allocated if they cannot fit the device (with room for `--repeat`'s copy of
+    run 1's buffers when `repeat` > 1). `staging(largest)`: pinned slots to
+    borrow (a session's), rather than slots made and freed for this run.
+    `module_globals`: the module's globals to write with the buffers
+    (module_globals.bind)."""
+    from .capacity import check_device
+    if inputs is None:
+        inputs = make_inputs(plan)
+    check_device(plan, device_name, guard=guard, repeat=repeat)
+    memory = DeviceMemory(guard=guard)
+    began = time.perf_counter()
+    try:
+        largest = max((b.nbytes for b in plan.spec.buffers.values()), default=0)
+        memory.staging = staging(largest) if staging else Staging(largest)
+        memory.owns_staging = staging is None
+        for spec, values in zip(plan.spec.buffers.values(), inputs, strict=True):
+            memory.add_buffer(spec, values)
+        memory.global_scratch = memory.add_scratch(plan.global_scratch)
+        memory.profile_scratch = memory.add_scratch(plan.profile_scratch)
+        memory.globals = dict(module_globals or {})
+        memory.upload()
+    except BaseException:
+        memory.free()
+        raise
+    waits = memory.staging.waits
+    memory.seconds = {"init": waits.host,
+                      "upload": time.perf_counter() - began - waits.host}
+    return memory

@@ -1,0 +1,292 @@
+"""One spec's run on a GPU, the pipeline every run takes: a single launch, a
+sweep, a worker process and a Ray actor alike.
+
+plan_spec (read, plan once, check) -> prepare (binary, launcher) -> ready
+(kernel loaded, buffers filled) -> launch once and synchronise -> check and
+save outputs -> debug checks -> time -> RunResult.
+
+A `Session` holds what runs on one device share: a multi-run command keeps
+one per worker, so a sweep loads its binary, module and timing kernels once.
+Who owns the device (runs.worker.Runner) hands the pipeline a `Devices`.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Protocol
+
+from ..gpu import driver
+from ..plan.make import Plan
+from ..specfile import Spec
+from ..specfile.device_values import DeviceValues
+from ..specfile.locate import located
+from .prepare import Prepared, check_device, needs_device_target, plan_spec, prepare
+from .result import RunOptions, RunResult
+
+
+@dataclass
+class Ready:
+    """A kernel loaded, its buffers filled and its launch bound: `launch(stream)`
+    queues one launch. `close()` frees the device memory."""
+    prepared: Any
+    kernel: Any                 # kernel.LoadedKernel
+    memory: Any                 # buffers.DeviceMemory
+    launch: Callable[[int], None]
+    seconds: dict[str, float] = field(default_factory=dict)   # init, upload
+
+    def close(self) -> None:
+        self.memory.free()
+
+
+class Session:
+    """What the runs on one device share: the device (its primary context
+    current), one stream, the timing kernels (with the event offset they measure
+    once), binaries by source and loaded modules by content."""
+
+    def __init__(self, device: driver.Device):
+        self.device = device
+        self._stream: int | None = None
+        self._timing = None
+        self._binaries: dict[tuple, Any] = {}
+        self._modules: dict[bytes, Any] = {}
+        self._staging = None
+
+    @property
+    def stream(self) -> int:
+        if self._stream is None:
+            self._stream = driver.create_stream()
+        return self._stream
+
+    def timing_kernels(self):
+        from ..gpu.timing import TimingKernels
+        if self._timing is None:
+            self._timing = TimingKernels(self.device)
+        return self._timing
+
+    def load_binary(self, spec: Spec, arch: str | None):
+        """binary.load_binary, once per kernel file (as it is now), kind, options and arch."""
+        from ..binary.load import load_binary
+        kernel = spec.kernel
+        try:
+            stat = kernel.path.stat()
+            version = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            version = None                  # load_binary says what is wrong
+        key = (kernel.kind, str(kernel.path), version, kernel.name, kernel.options, arch)
+        if version is None or key not in self._binaries:
+            self._binaries[key] = load_binary(spec, arch)
+        return self._binaries[key]
+
+    def staging(self, largest: int):
+        """Pinned staging slots big enough for buffers of `largest` bytes, kept from
+        run to run: pinning tens of MiB costs milliseconds each time."""
+        from ..gpu.transfer import Staging
+        if self._staging is None or not self._staging.holds(largest):
+            if self._staging is not None:
+                self._staging.close()
+            self._staging = Staging(largest)
+        return self._staging
+
+    def load_module(self, cubin: bytes):
+        import hashlib
+        key = hashlib.blake2b(cubin, digest_size=16).digest()
+        if key not in self._modules:
+            self._modules[key] = driver.load_module(cubin, what=f"cubin for {self.device.arch}")
+        return self._modules[key]
+
+    def close(self) -> None:
+        if self._timing is not None:
+            self._timing.close()
+            self._timing = None
+        if self._staging is not None:
+            self._staging.close()
+            self._staging = None
+
+
+class Devices(Protocol):
+    """The device side of a run, owned by its runner: the values a spec may name
+    (sm_count...), whether the session is open yet, and the session itself
+    (opening it, or waiting for it to open, when it is not)."""
+    values: DeviceValues
+
+    def is_open(self) -> bool: ...
+
+    def open_session(self) -> Session: ...
+
+
+def run_spec(path: str | Path, overrides: Mapping[str, str], options: RunOptions,
+             devices: Devices) -> RunResult:
+    """Run the spec at `path` with `overrides` (--set and the sweep point) on the
+    runner's device. While CUDA is still starting, the work that needs no GPU
+    (the binary, the launcher, the host data) is done first. Spec errors found
+    anywhere on the way name the spec's file and the field's line."""
+    with located(path):
+        plan = plan_spec(path, overrides, devices.values)
+        early = None if devices.is_open() else prepare_early(plan)
+        session = devices.open_session()
+        ready = make_ready(plan, session, early, guard=options.guard, repeat=options.repeat)
+        try:
+            return _Run(plan.spec, ready, session, options).execute()
+        finally:
+            ready.close()
+
+
+@dataclass(frozen=True)
+class Early:
+    """Work that needs no GPU, done while the driver initialises."""
+    prepared: Prepared | None   # None when the kernel is compiled for the device
+    inputs: list                # every buffer's input (hostdata.InputValues), checked
+    seconds: float = 0.0        # making them
+
+
+def prepare_early(plan: Plan) -> Early:
+    from ..gpu.buffers import make_inputs
+    prepared = None if needs_device_target(plan.spec) else prepare(plan)
+    began = time.perf_counter()
+    inputs = make_inputs(plan)
+    return Early(prepared, inputs, time.perf_counter() - began)
+
+
+def make_ready(plan: Plan, session: Session, early: Early | None = None,
+               guard: bool = False, repeat: int = 1) -> Ready:
+    """The kernel loaded on the session's device and its buffers filled. `early`:
+    what was done before the device was open; `guard`: guard bands around the
+    buffers; `repeat`: the launches `--repeat` makes (room for run 1's buffers
+    is checked before allocating)."""
+    from ..gpu import buffers
+    from ..gpu.arguments import launcher_values
+    from ..gpu.kernel import load_kernel
+    from ..gpu.buffers import make_inputs
+    from ..plan.specialization import check_addresses
+    device, spec = session.device, plan.spec
+    if early and early.prepared:
+        prepared = early.prepared
+        check_device(prepared, device)
+    else:
+        prepared = prepare(plan, device, load=session.load_binary)
+    launcher = prepared.launcher
+    kernel = load_kernel(prepared.cubin, prepared.kernel_name, device, plan,
+                         module=session.load_module(prepared.cubin))
+    from ..gpu import module_globals
+    bound = module_globals.bind(spec, kernel.module, prepared.cubin)
+    began = time.perf_counter()
+    inputs = early.inputs if early else make_inputs(plan)
+    made = (early.seconds if early else time.perf_counter() - began)
+    memory = buffers.allocate(plan, inputs, device.name, guard=guard, repeat=repeat,
+                              staging=session.staging, module_globals=bound)
+    try:
+        values = launcher_values(plan.slots, memory)
+        check_addresses(plan, values)
+        launch = spec.launch
+        config = launcher.Config(
+            kernel.handle, block=spec.block, shared=launch.shared, num_ctas=launch.num_ctas,
+            cluster=launch.cluster, cooperative=launch.cooperative, pdl=launch.pdl,
+            global_scratch=memory.global_scratch, profile_scratch=memory.profile_scratch)
+    except BaseException:
+        memory.free()
+        raise
+    gx, gy, gz = spec.grid
+    launch_fn = launcher.launch
+
+    def launch_once(stream: int) -> None:
+        launch_fn(config, gx, gy, gz, stream, *values)
+    seconds = {"init": made + memory.seconds["init"], "upload": memory.seconds["upload"]}
+    return Ready(prepared, kernel, memory, launch_once, seconds)
+
+
+class _Run:
+    def __init__(self, spec: Spec, ready: Ready, session: Session, options: RunOptions):
+        self.spec, self.ready, self.options = spec, ready, options
+        self.session, self.device = session, session.device
+        self.plan = ready.prepared.plan
+        self.launcher = ready.prepared.launcher
+        self.kernel_name = ready.kernel.name
+
+    def execute(self) -> RunResult:
+        from ..gpu.props import peak_bandwidth_gbps, peak_fp32_tflops
+        from ..gpu.stats import Summary
+        spec, plan, device, kernel = self.spec, self.plan, self.device, self.ready.kernel
+        attr = lambda name: driver.device_attribute(device.handle, name)  # noqa: E731
+        device_info = {
+            "name": device.name, "ordinal": device.ordinal, "arch": device.arch,
+            "peak_bandwidth_gbps": peak_bandwidth_gbps(attr("MEMORY_CLOCK_RATE"),
+                                                       attr("GLOBAL_MEMORY_BUS_WIDTH")),
+            "peak_fp32_tflops": peak_fp32_tflops(device.capability, attr("MULTIPROCESSOR_COUNT"),
+                                                 attr("CLOCK_RATE")),
+        }
+        kernel_info = {"name": kernel.name, "cluster": list(plan.cluster) if plan.cluster else None,
+                       **kernel.attributes}
+        result = RunResult(spec, device_info, kernel_info, launched=plan.ctas > 0)
+        result.stages.update(self.ready.seconds)
+        stream = self.session.stream
+        began = time.perf_counter()
+        if plan.ctas > 0:
+            self.guarded(self.ready.launch, stream)
+            driver.stream_synchronize(stream, context=f"after kernel {kernel.name!r}")
+        result.stages["launch"] = time.perf_counter() - began
+        self.check_and_save(self.ready.memory, result)
+        if plan.ctas > 0:
+            self.debug_checks(result, stream)
+        if self.options.bench and plan.ctas > 0:
+            result.l2 = self.options.l2 or spec.bench.l2
+            started = time.perf_counter()
+            timed = self.time(self.ready.launch, stream, result.l2)
+            result.timing_s = time.perf_counter() - started
+            result.timing = Summary.from_samples(timed.samples_us)
+            result.event_offset_us = timed.event_offset_us
+            result.dropped_samples = timed.dropped
+            result.sm_clock_mhz = timed.sm_clock_mhz
+            if self.options.keep_samples:
+                result.samples_us = timed.samples_us
+        return result
+
+    def guarded(self, fn, *args):
+        """Run `fn`, turning the launcher's CUresult into a CudaError naming the kernel."""
+        try:
+            return fn(*args)
+        except self.launcher.CudaCallError as exc:
+            call_name, code = exc.args
+            raise driver.cuda_error(call_name, code, f"kernel {self.kernel_name!r}") from None
+        except self.launcher.DriverLoadError as exc:       # the first launch opens the driver
+            raise driver.launcher_driver_error(str(exc)) from None
+
+    def debug_checks(self, result: RunResult, stream: int) -> None:
+        """Guard bands after the checked launch, then `--repeat`'s further launches."""
+        memory = self.ready.memory
+        if self.options.guard:                  # also with no buffers: guarded, nothing found
+            from ..gpu.guards import GuardReport, check_guards
+            result.debug.append(GuardReport(len(memory.guards), check_guards(memory.guards)))
+        if self.options.repeat > 1:
+            from ..debug.repeat import repeat_and_compare
+
+            def launch() -> None:
+                self.guarded(self.ready.launch, stream)
+                driver.stream_synchronize(stream, context=f"after kernel {self.kernel_name!r}")
+            result.debug.append(repeat_and_compare(memory, self.plan, launch, self.options.repeat))
+
+    def check_and_save(self, memory, result: RunResult) -> None:
+        from ..gpu.outputs import check_and_save
+        done = check_and_save(self.spec, memory)
+        result.checks.extend(done.checks)
+        result.saved.extend(done.saved)
+        result.stages.update(done.seconds)
+
+    def time(self, launch, stream: int, l2: str):
+        from ..gpu.timing import TimingOptions, time_kernel
+        bench = self.spec.bench
+        options = TimingOptions(
+            warmup_ms=self.options.warmup_ms if self.options.warmup_ms is not None else bench.warmup_ms,
+            rep_ms=self.options.rep_ms if self.options.rep_ms is not None else bench.rep_ms,
+            l2=l2, raw_events=self.options.raw_events)
+        return self.guarded(time_kernel, launch, stream, self.session.timing_kernels(), options,
+                            _progress if self.options.progress else None)
+
+
+def _progress(done: int, total: int) -> None:
+    if sys.stderr.isatty() and total >= 4 * 64:
+        sys.stderr.write(f"\rtiming: {done}/{total} samples")
+        if done == total:
+            sys.stderr.write("\r" + " " * 40 + "\r")
+        sys.stderr.flush()

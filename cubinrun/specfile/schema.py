@@ -1,0 +1,122 @@
+"""The spec format as a JSON Schema (draft 2020-12), built from sections.py,
+the table the loader validates keys with.
+
+Editors (the YAML language server in VS Code and others) use it to complete
+keys, show each key's line of help and flag unknown keys and wrong kinds of
+value as you type. It checks the shape of a spec, not its meaning: whether a
+var exists, an expression parses or a buffer fits is the loader's work
+(`cubinrun launch --dry-run`). The package ships a copy,
+cubinrun/data/spec.schema.json; a test keeps it equal to `schema()`.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..limits import MAX_DIMS
+from . import sections
+from .loader import ARCH_PATTERN
+
+SCHEMA_FILE = "data/spec.schema.json"       # in the package
+_IDENTIFIER = "^[A-Za-z_][A-Za-z0-9_]*$"
+_EXPR = {"type": ["number", "string"],
+         "description": "A number or an expression (N * 4, cdiv(N, BLOCK))."}
+
+
+def _dims(most: int) -> dict:
+    return {"anyOf": [_EXPR, {"type": "array", "items": _EXPR, "minItems": 1,
+                              "maxItems": most}]}
+
+
+def _value(kind: str) -> dict:
+    """The schema of one kind of value a key of sections.py takes."""
+    if kind.startswith("section:"):
+        return {"$ref": f"#/$defs/{kind.split(':', 1)[1]}"}
+    simple = {
+        "expr": _EXPR,
+        "bool": {"type": "boolean"},
+        "path": {"type": "string", "minLength": 1},
+        "string": {"type": "string"},
+        "choice": {},
+        "strings": {"type": "array", "items": {"type": "string"}},
+        "arch": {"type": "string", "pattern": f"^{ARCH_PATTERN.pattern}$"},
+        "dims": _dims(3),
+        "shape": _dims(MAX_DIMS),
+        "init": {"anyOf": [{"enum": list(sections.INIT_NAMES)}, {"$ref": "#/$defs/init"}]},
+        "buffer_or_name": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/buffer"}]},
+        "signature": {"type": "object", "propertyNames": {"pattern": _IDENTIFIER},
+                      "additionalProperties": {"$ref": "#/$defs/type"}},
+        "constants": {"type": "object"},
+        "vars": {"type": "object", "propertyNames": {"pattern": _IDENTIFIER},
+                 "additionalProperties": _EXPR},
+        "args": {"type": "object", "additionalProperties": {"$ref": "#/$defs/arg"}},
+        "check": {"type": "object", "additionalProperties": {"$ref": "#/$defs/check_entry"}},
+        "globals": {"type": "object", "additionalProperties": {"$ref": "#/$defs/global"}},
+        "sweep": {"type": "object", "propertyNames": {"pattern": _IDENTIFIER},
+                  "additionalProperties": {"anyOf": [
+                      {"type": ["number", "string"]},
+                      {"type": "array", "items": {"type": "number"}, "minItems": 1}]}},
+    }
+    return dict(simple[kind])
+
+
+def _key(key: sections.Key) -> dict:
+    out = _value(key.value)
+    if key.choices:
+        out["enum"] = list(key.choices)
+    out["description"] = key.doc
+    return out
+
+
+def _section(name: str) -> dict:
+    out: dict[str, Any] = {
+        "type": "object",
+        "properties": {k.name: _key(k) for k in sections.SECTIONS[name]},
+    }
+    if required := sections.required(name):
+        out["required"] = list(required)
+    if one_of := sections.EXACTLY_ONE.get(name):
+        out["oneOf"] = [{"required": [k]} for k in one_of]
+    return out
+
+
+def _closed(name: str) -> dict:
+    return {**_section(name), "additionalProperties": False}
+
+
+def schema() -> dict:
+    """The JSON Schema of a spec."""
+    defs = {name: _closed(name) for name in sections.SECTIONS if name not in ("spec", "launch")}
+    # A Triton spec's launch: may repeat any key of the entry's JSON (num_stages,
+    # maxnreg, ...), which the schema cannot read: open for Triton, closed otherwise.
+    defs["launch"] = _section("launch")
+    defs["type"] = {"anyOf": [
+        {"type": "string", "minLength": 1},
+        {"type": "array", "items": {"$ref": "#/$defs/type"}, "minItems": 1}],
+        "description": "A parameter type: i32, fp16, *fp32, *kbf16, constexpr, nvTmaDesc, "
+                       "tensordesc<fp16[64, 64]>, struct[i32, *fp32], fp32x4, i16[3]; a list "
+                       "is a tuple."}
+    defs["arg"] = {"anyOf": [
+        {"type": ["number", "string", "boolean", "null"]},
+        {"$ref": "#/$defs/buffer"},
+        {"$ref": "#/$defs/descriptor"},
+        {"type": "array", "items": {"$ref": "#/$defs/arg"}}],
+        "description": "A scalar's expression, a pointer's buffer (or null), a descriptor, "
+                       "or a list for a tuple or struct."}
+    top = _closed("spec")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "cubinrun spec",
+        "description": "A YAML spec for `cubinrun launch`: one compiled CUDA kernel, its "
+                       "arguments, grid, checks and timing.",
+        **top,
+        "if": {"required": ["kernel"], "properties": {"kernel": {"required": ["triton"]}}},
+        "else": {"properties": {"launch": {"$ref": "#/$defs/launch",
+                                           "unevaluatedProperties": False}}},
+        "$defs": dict(sorted(defs.items())),
+    }
+
+
+def schema_text() -> str:
+    """The schema as the package ships it and `cubinrun schema` prints it."""
+    return json.dumps(schema(), indent=2) + "\n"
