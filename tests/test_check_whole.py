@@ -4,6 +4,7 @@ a launch), the memory bound and the reference cache of a sweep."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import re
 
 import numpy as np
@@ -300,3 +301,54 @@ def test_a_python_reference_is_kept_while_what_it_read_stays(write_spec, tmp_pat
     Checker(spec.checks[0], (8,), FP32, inputs_of(spec), spec.expression_env(),
             scope=str(spec.path))
     assert (tmp_path / "refs.py.calls").read_text() == "xx"
+
+
+SWEPT = """\
+kernel: {cubin: %s, name: add_kernel}
+signature: {x: "*fp32", y: "*fp32", out: "*fp32", n: i32}
+vars: {N: 4096, BLOCK: 1024}
+args:
+  x: {shape: [N], init: random}
+  y: {shape: [N], init: random}
+  out: {shape: [N], init: arange}
+  n: N
+grid: [cdiv(N, BLOCK)]
+check:
+  out: {reference: refs.py:unchanged}
+  "out[1:-1]": {expect: "roll(out, 1)[2:]"}
+"""
+
+UNCHANGED = """\
+def unchanged(inputs, vars):
+    open(__file__ + ".calls", "a").write("x")
+    return inputs["out"]            # the fake runs no kernel: out keeps its input
+"""
+
+
+def test_a_sweep_in_a_worker_process_calls_a_reference_once(tmp_path, capsys, monkeypatch):
+    """The whole path on the fake driver, in the worker process a sweep runs in:
+    region and Python checks pass, and the reference is made once for 3 points."""
+    import json
+
+    from test_run_fake import run_cli
+    from test_runs import FAST
+
+    from cubinrun.runs import executor
+    from fakecuda import build_fake_driver
+    fake = build_fake_driver(tmp_path)
+    monkeypatch.setenv("CUBINRUN_LIBCUDA", str(fake.path))
+    monkeypatch.setattr(executor, "WORKER_SETUP", "fakecuda.worker:install")
+    cubin = Path(__file__).resolve().parent.parent / "kernels/build/vector_add.sm_90.cubin"
+    (tmp_path / "refs.py").write_text(UNCHANGED)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SWEPT % cubin)
+    code, out, err = run_cli(capsys, "launch", "--json", spec, "--axis", "BLOCK=[128,256,512]",
+                             *FAST)
+    assert code == 0, err
+    results = json.loads(out)["results"]
+    assert len(results) == 3
+    for result in results:
+        outputs = result["check"]["outputs"]
+        assert set(outputs) == {"out", "out[1:-1]"} and outputs["out[1:-1]"]["count"] == 4094
+        assert all(o["passed"] for o in outputs.values())
+    assert (tmp_path / "refs.py.calls").read_text() == "x"
