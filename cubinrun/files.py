@@ -1,4 +1,5 @@
-"""Reading the files a user names, with a bound on each.
+"""Reading the files a user names, with a bound on each; writing the files
+a user names, never through a link and only as regular files.
 
 `/dev/zero`, a FIFO or a 40 GiB file named as a cubin must not hang
 cubinrun or fill its memory: every input file is read through
@@ -8,8 +9,10 @@ most one byte past that limit.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+from pathlib import Path
 
 from .errors import SpecError
 
@@ -76,3 +79,157 @@ def _size(n: int) -> str:
         if n >= scale and n % scale == 0:
             return f"{n // scale} {unit}"
     return f"{n} bytes"
+
+
+# --- outputs -------------------------------------------------------------------
+# Files cubinrun writes for a user (-o, --csv, `save:`) are regular files, and a
+# write never follows a link: the data goes to a new file in the same folder,
+# which then takes the name (a link there is replaced, its target untouched).
+# A FIFO, device or folder of that name is refused before anything runs: opening
+# one would block or write elsewhere. Without `force` an existing name is kept.
+
+def output_problem(path: str | os.PathLike) -> str | None:
+    """Why `path` cannot be an output file ("is a FIFO", ...), or None."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot be written ({exc.strerror or exc})"
+    except ValueError:                      # a NUL in the name: no file system takes it
+        return "cannot be a file name (it holds a NUL character)"
+    link = ""
+    if stat.S_ISLNK(mode):                  # replaced when written; said if it stands for more
+        try:
+            mode = os.stat(path).st_mode    # (/dev/stdout: a pipe or a terminal)
+        except OSError:
+            return None
+        link = "a link to "
+    if stat.S_ISREG(mode):
+        return None
+    kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "not a file")
+    return f"is {link}{kind}, not a regular file (cubinrun writes only regular files)"
+
+
+def check_output(path: str | os.PathLike, force: bool, option: str = "-o") -> Path:
+    """The checks an output gets before any work: a name, an existing folder,
+    nothing there but a regular file (or a link, replaced), and that only with
+    `force`. UsageError (exit 2) naming `option` and the fix otherwise."""
+    from .errors import UsageError
+    if not os.fspath(path):
+        raise UsageError(f"{option} '': an empty path names no file")
+    out = Path(path)
+    if not out.parent.is_dir():
+        raise UsageError(f"cannot write {option} {out}: no folder {out.parent}")
+    if problem := output_problem(out):
+        raise UsageError(f"{option} {out}: {problem}")
+    if not force and os.path.lexists(out):
+        raise UsageError(f"{out} exists; pass --force to overwrite it")
+    return out
+
+
+class OutputFile:
+    """A new file written beside `path` that takes its name on `commit()`
+    (binary; `file` is the open file). Created with O_EXCL and O_NOFOLLOW and
+    the user's umask; `abort()` removes it. Without `replace`, a name that
+    appeared meanwhile is kept (FileExistsError)."""
+
+    def __init__(self, path: str | os.PathLike, mode: int = 0o666, replace: bool = True):
+        import secrets
+        self.path, self.replace = Path(path), replace
+        flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0))
+        for _ in range(100):
+            self.temporary = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}.tmp")
+            try:
+                fd = os.open(self.temporary, flags, mode)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise FileExistsError(17, "no free temporary name", str(self.path.parent))
+        self.file = os.fdopen(fd, "wb")
+
+    def commit(self) -> None:
+        self.file.close()
+        try:
+            if self.replace:
+                os.replace(self.temporary, self.path)
+            else:
+                self._link()
+        finally:
+            self._remove_temporary()
+
+    def abort(self) -> None:
+        self.file.close()
+        self._remove_temporary()
+
+    def _link(self) -> None:
+        try:
+            os.link(self.temporary, self.path)      # fails when the name exists: no race
+        except FileExistsError:
+            raise
+        except OSError:                             # a file system without hard links
+            if os.path.lexists(self.path):
+                raise FileExistsError(17, "exists", str(self.path)) from None
+            os.replace(self.temporary, self.path)
+
+    def _remove_temporary(self) -> None:
+        try:
+            os.unlink(self.temporary)
+        except FileNotFoundError:
+            pass
+
+    def __enter__(self) -> "OutputFile":
+        return self
+
+    def __exit__(self, kind, *_) -> None:
+        self.commit() if kind is None else self.abort()
+
+
+def write_output(path: str | os.PathLike, data: bytes | str, force: bool, option: str = "-o",
+                 mode: int = 0o666) -> Path:
+    """`data` written whole to `path` under the rules above; failures are one
+    line (UsageError, exit 2)."""
+    from .errors import UsageError
+    out = check_output(path, force, option)
+    try:
+        with OutputFile(out, mode, replace=force) as written:
+            written.file.write(data.encode("utf-8") if isinstance(data, str) else data)
+    except FileExistsError:
+        raise UsageError(f"{out} exists; pass --force to overwrite it") from None
+    except OSError as exc:
+        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
+    return out
+
+
+# --- outputs of a run carried to a Ray worker (runs/bundle.py) -------------------
+# The worker runs from a private folder that mirrors this machine's paths below
+# its root; what the run writes must stay there too, never elsewhere on the node.
+_mirror_root: Path | None = None
+
+
+@contextlib.contextmanager
+def outputs_inside(root: Path):
+    """While a worker runs a task from its mirror at `root`."""
+    global _mirror_root
+    previous, _mirror_root = _mirror_root, Path(os.path.abspath(root))
+    try:
+        yield
+    finally:
+        _mirror_root = previous
+
+
+def mirrored_output(path: Path, as_written: str) -> Path | None:
+    """Where a run writes the output `path` (named `as_written` in the spec):
+    itself, except in a mirror, where an absolute name goes below its root as
+    every mirrored file does, and a relative one must stay inside it (None:
+    it climbs out with `..`)."""
+    root = _mirror_root
+    if root is None:
+        return path
+    if os.path.isabs(os.path.expanduser(as_written)):
+        return root / path.relative_to(path.anchor)
+    return path if Path(os.path.abspath(path)).is_relative_to(root) else None

@@ -87,6 +87,14 @@ def test_cc_wins_and_names_its_family(bare, monkeypatch):
         find_compiler("win32")
 
 
+@pytest.mark.parametrize("platform", ["linux", "win32"])
+def test_cc_with_an_unbalanced_quote_is_a_build_error(monkeypatch, platform):
+    """A regression of the hardening issue: shlex's ValueError was a traceback (issue 24)."""
+    monkeypatch.setenv("CC", "gcc '" if platform == "linux" else 'cl "')
+    with pytest.raises(BuildError, match="cannot be split into words.*balance its quotes"):
+        find_compiler(platform)
+
+
 def test_family_of_names():
     assert family_of(r"C:\VS\bin\Hostx64\x64\CL.EXE") == MSVC
     assert family_of("/usr/bin/x86_64-w64-mingw32-gcc") == GCC

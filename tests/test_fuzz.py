@@ -48,7 +48,7 @@ from cubinrun.cli import main  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 LONG = os.environ.get("CUBINRUN_FUZZ") == "long"
-TARGETS = 7
+TARGETS = 8
 BUDGET = float(os.environ.get("CUBINRUN_FUZZ_SECONDS", "120")) / TARGETS
 SLOW_SECONDS = 10.0                 # generous: CI machines are shared
 MAX_RSS_BYTES = 3 << 30             # the test process's peak, all examples together
@@ -414,3 +414,59 @@ def test_fuzz_results(tmp_path):
         run_cli("compare", str(a), str(b))
         run_cli("compare", "--json", str(a), str(b))
     fuzz("results", inner)
+
+
+# (No NUL: a command line cannot hold one.)
+# (FIFOs are POSIX; symlinks need a privilege on Windows.)
+OUTPUT_PLACES = ["missing", "file", "folder", "empty name", "missing folder"] + (
+    [] if os.name == "nt" else ["FIFO", "dangling link", "link to a file", "link to a FIFO",
+                                "link to a folder"])
+OUTPUT_COMMANDS = [["gen", "--signature", "*fp32,i32"], ["schema"],
+                   ["init", str(REPO / "kernels" / "build" / "vector_add.sm_90.cubin")]]
+
+
+def _place_output(folder: Path, place: str, victim: Path) -> str:
+    """A path for -o of the kind `place` names; `victim` is what links point at."""
+    target = folder / "out"
+    if place == "file":
+        target.write_text("old")
+    elif place == "folder":
+        target.mkdir()
+    elif place == "FIFO":
+        os.mkfifo(target)
+    elif place == "dangling link":
+        target.symlink_to(folder / "nowhere")
+    elif place == "link to a file":
+        target.symlink_to(victim)
+    elif place == "link to a FIFO":
+        os.mkfifo(folder / "fifo")
+        target.symlink_to(folder / "fifo")
+    elif place == "link to a folder":
+        target.symlink_to(victim.parent)
+    elif place == "empty name":
+        return ""
+    elif place == "missing folder":
+        return str(folder / "no" / "out")
+    return str(target)
+
+
+def test_fuzz_outputs(tmp_path):
+    """-o at every kind of place, with and without --force: exit 0 or 2 and one
+    line, never a hang, and nothing reached through a link is written."""
+    @examples(40)
+    @given(st.sampled_from(OUTPUT_PLACES), st.sampled_from(OUTPUT_COMMANDS), st.booleans())
+    def inner(place, command, force):
+        counts["outputs"] += 1
+        with tempfile.TemporaryDirectory() as tmp:
+            folder, elsewhere = Path(tmp) / "here", Path(tmp) / "elsewhere"
+            folder.mkdir()
+            elsewhere.mkdir()
+            victim = elsewhere / "victim"
+            victim.write_text("precious")
+            target = _place_output(folder, place, victim)
+            outcome = run_cli(*command, "-o", target, *(["--force"] if force else []))
+            assert outcome.code in (0, 2), (place, command, force, outcome.stderr)
+            assert victim.read_text() == "precious" and os.listdir(elsewhere) == ["victim"]
+            if outcome.code == 0:
+                assert Path(target).is_file() and not Path(target).is_symlink()
+    fuzz("outputs", inner)

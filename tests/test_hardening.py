@@ -328,13 +328,16 @@ def test_damaged_nvrtc_entries_are_compiled_again(tmp_path, monkeypatch):
     assert not nvrtc.cached_compile(source, name="v.cu", arch="sm_90").hit
 
 
-def test_an_unwritable_nvrtc_cache_still_compiles(tmp_path, monkeypatch):
+def test_an_unwritable_nvrtc_cache_still_compiles(tmp_path, monkeypatch, capsys):
     from cubinrun.binary import nvrtc
     (tmp_path / "file").write_text("not a folder")
     monkeypatch.setenv("CUBINRUN_CACHE_DIR", str(tmp_path / "file"))
     result = nvrtc.cached_compile((REPO / "kernels" / "vector_add.cu").read_bytes(),
                                   name="v.cu", arch="sm_90")
-    assert result.path is None and result.compiled.cubin[:4] == b"\x7fELF"
+    assert result.compiled.cubin[:4] == b"\x7fELF"
+    assert result.path is None or tmp_path / "file" not in result.path.parents
+    [line] = capsys.readouterr().err.splitlines()          # one line, then a private folder
+    assert "is not a folder" in line
 
 
 # --- the command line ---------------------------------------------------------
@@ -354,7 +357,7 @@ def test_compile_into_a_missing_folder(capsys, tmp_path):
 
 def test_gen_into_a_missing_folder(capsys, tmp_path):
     line = error_line(capsys, "gen", "--signature", "*fp32", "-o", tmp_path / "no" / "l.c")
-    assert "No such file or directory" in line
+    assert "no folder" in line
 
 
 def test_arch_is_checked_in_a_dry_run(capsys):
@@ -448,3 +451,13 @@ def test_result_files_are_input_too(capsys, tmp_path, data, message):
 
 def test_results_from_dev_zero_are_bounded(capsys):
     assert "larger than 256 MiB" in error_line(capsys, "compare", "/dev/zero", "/dev/zero")
+
+
+def test_cc_with_an_unbalanced_quote_is_exit_3_and_one_line(tmp_path):
+    """A regression of this issue's fixes (issue 24): it was a traceback, exit 1."""
+    env = {**os.environ, "CC": "gcc '", "CUBINRUN_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-m", "cubinrun", "launch",
+                           str(REPO / "configs" / "vector_add.yaml"), "--dry-run"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    [line] = done.stderr.strip().splitlines()
+    assert done.returncode == 3 and "$CC" in line and "balance its quotes" in line, done.stderr

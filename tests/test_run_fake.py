@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -308,6 +309,22 @@ def test_saved_outputs_are_what_np_save_writes(vector_add, tmp_path, capsys):
     expected = tmp_path / "expected.npy"
     np.save(expected, x + y)
     assert saved.read_bytes() == expected.read_bytes()
+
+
+def test_save_replaces_a_link_and_leaves_its_target(vector_add, tmp_path, capsys):
+    """`save:` never writes through a link planted at its path (issue 24)."""
+    if os.name == "nt":
+        pytest.skip("POSIX only: symlinks need a privilege on Windows")
+    victim = tmp_path / "victim"
+    victim.write_text("not cubinrun's")
+    (tmp_path / "out.npy").symlink_to(victim)
+    path = vector_add_copy(tmp_path)
+    path.write_text(path.read_text().replace(
+        "out: {shape: [N], init: zeros}", f"out: {{shape: [N], init: zeros, save: {tmp_path}/out.npy}}"))
+    code, _, err = run_cli(capsys, "launch", "--no-bench", path, "--set", "N=4096")
+    assert code == 0, err
+    assert victim.read_text() == "not cubinrun's" and not (tmp_path / "out.npy").is_symlink()
+    assert np.load(tmp_path / "out.npy").shape == (4096,)
 
 
 def test_a_spec_that_cannot_fit_the_host_is_refused_first(device, monkeypatch, tmp_path, capsys):

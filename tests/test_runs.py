@@ -234,3 +234,96 @@ def test_a_spec_without_the_set_var_fails_alone(workers, passing, capsys):
     results = json.loads(out)["results"]
     assert code == EXIT_USAGE and [r["exit_code"] for r in results] == [0, EXIT_USAGE]
     assert "--set N: no such var" in results[1]["error"]["message"]
+
+
+SLOW_WORKER = '''
+import os, time
+from fakecuda.worker import install
+
+def setup():
+    install()
+    from cubinrun.runs import worker
+    with open(os.environ["WORKER_PIDS"], "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    real = worker.Runner.execute
+    def slow(self, task):
+        time.sleep(float(os.environ["WORKER_SLEEP_S"]))
+        return real(self, task)
+    worker.Runner.execute = slow
+'''
+LAUNCH_WITH_SLOW_WORKERS = '''
+import sys
+from cubinrun.runs import executor
+executor.WORKER_SETUP = "slow_worker:setup"
+from cubinrun.cli import main
+main(sys.argv[1:])
+'''
+
+
+def start_with_slow_workers(tmp_path, passing, sleep_s: float):
+    """`launch` of two points in a worker process that sleeps in each run; the
+    worker's pid once it is there."""
+    import os
+    import subprocess
+    import sys
+    import time
+    (tmp_path / "slow_worker.py").write_text(SLOW_WORKER)
+    pids = tmp_path / "pids"
+    env = {**os.environ, "WORKER_PIDS": str(pids), "WORKER_SLEEP_S": str(sleep_s),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO / "tests"),
+                                          os.environ.get("PYTHONPATH", "")])}
+    launch = subprocess.Popen([sys.executable, "-c", LAUNCH_WITH_SLOW_WORKERS, "launch",
+                               str(passing), "--axis", "N=[256,512]", "--no-bench"],
+                              cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    for _ in range(600):
+        if pids.exists() and pids.read_text().strip():
+            break
+        time.sleep(0.05)
+    else:
+        launch.kill()
+        pytest.fail(f"no worker started: {launch.communicate()}")
+    time.sleep(0.5)                                     # in its first run now
+    return launch, int(pids.read_text().split()[0])
+
+
+def gone(pid: int, within_s: float) -> bool:
+    import os
+    import time
+    for _ in range(int(within_s / 0.05)):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:
+            os.waitpid(pid, os.WNOHANG)                 # not our child: only for zombies
+        except ChildProcessError:
+            pass
+        time.sleep(0.05)
+    return False
+
+
+def test_sigterm_to_the_launch_process_ends_its_workers_without_a_traceback(
+        fake_libcuda, passing, tmp_path):
+    """Issue 24: the workers ran on and printed a BrokenPipeError traceback."""
+    skip_on_windows("SIGTERM to one process is POSIX")
+    import signal
+    launch, worker_pid = start_with_slow_workers(tmp_path, passing, sleep_s=30)
+    launch.send_signal(signal.SIGTERM)
+    out, err = launch.communicate(timeout=20)
+    assert launch.returncode == -signal.SIGTERM          # as the signal ends it: 143 in a shell
+    assert gone(worker_pid, within_s=10), "the worker outlived the launch process"
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_a_worker_whose_launch_process_was_killed_ends_quietly(fake_libcuda, passing, tmp_path):
+    """SIGKILL cannot be forwarded: the worker finishes its run, finds no one
+    to answer and exits, with no traceback."""
+    skip_on_windows("SIGKILL to one process is POSIX")
+    import signal
+    launch, worker_pid = start_with_slow_workers(tmp_path, passing, sleep_s=2)
+    launch.send_signal(signal.SIGKILL)
+    out, err = launch.communicate(timeout=30)             # the worker holds stderr until it ends
+    assert launch.returncode == -signal.SIGKILL
+    assert gone(worker_pid, within_s=10)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err

@@ -126,6 +126,28 @@ def test_one_run_on_a_worker_keeps_the_single_document_and_prints_a_table(worker
     assert code == 0 and out.strip().splitlines()[-1] == "1 run: 1 ok; exit 0"
 
 
+def test_an_untrusted_cache_is_one_warning_for_all_workers(workers, device, passing, capfd,
+                                                          tmp_path):
+    """The launch process checks the cache before it starts workers, which
+    inherit its private folder: one warning, not one per worker (issue 24)."""
+    skip_on_windows("the cache's owner and modes are POSIX checks")
+    import os
+    cache = tmp_path / "shared-cache"
+    cache.mkdir()
+    cache.chmod(0o777)
+    workers.setenv("CUBINRUN_CACHE_DIR", str(cache))
+    with pytest.raises(SystemExit) as done:
+        from cubinrun.cli import main
+        main(["launch", str(passing), str(passing), "--no-bench", "--devices", "0,0"])
+    err = capfd.readouterr().err
+    assert done.value.code == 0, err
+    assert [line for line in err.splitlines() if "warning: cache not used" in line] == [
+        f"warning: cache not used: {cache} is writable by others (mode 777); cubinrun trusts "
+        f"only a cache this user alone can write, so this run builds in "
+        f"{os.environ['CUBINRUN_CACHE_DIR']}"]
+    assert not any(cache.iterdir())
+
+
 def test_the_table_names_the_gpu_only_when_runs_used_several():
     from cubinrun.results.rows import device_labels
     on = lambda host, ordinal: {"device": {"host": host, "ordinal": ordinal,  # noqa: E731
@@ -250,6 +272,50 @@ def test_a_run_from_a_mirror_needs_none_of_the_original_files(device, project, t
     assert str(mirror.root) not in json.dumps([r.to_json() for r, _ in records])
     mirror.close()
     assert not mirror.root.exists()
+
+
+def test_a_mirror_takes_only_plain_absolute_paths(tmp_path):
+    """The launch process sends absolute paths; one with `..` (or relative)
+    could put a file outside the worker's private folder (issue 24)."""
+    mirror = Mirror(tmp_path / "mirror")
+    escape = str(tmp_path / "mirror" / ".." / ".." / "planted.txt")
+    for path in (escape, "relative/x.npy", "/a/../../b"):
+        with pytest.raises(UsageError, match="not a plain absolute path"):
+            mirror.write(path, b"x")
+    assert not (tmp_path.parent / "planted.txt").exists()
+    mirror.write(str(tmp_path / "ok.bin"), b"x")
+    assert (mirror.root / (tmp_path / "ok.bin").relative_to("/")).read_bytes() == b"x"
+
+
+def test_a_save_path_of_a_mirrored_run_stays_in_the_mirror(device, project, tmp_path):
+    """`save: ../../(...)/x.npy` climbs above / here (where it stops) but out of
+    the mirror on a worker: exit 2 naming the field. An absolute save goes
+    below the mirror's root and comes back under its own name."""
+    skip_on_windows("the paths are POSIX paths")
+    add = project / "specs" / "add.yaml"
+    outside = tmp_path / "outside"
+    climbing = "../" * 40 + str(outside / "x.npy").lstrip("/")
+    (project / "specs" / "climb.yaml").write_text(
+        add.read_text().replace("save: ../out/out.npy", f"save: {climbing}"))
+    (project / "specs" / "absolute.yaml").write_text(
+        add.read_text().replace("save: ../out/out.npy", f"save: {outside / 'abs.npy'}"))
+    tasks = expand(["specs/climb.yaml", "specs/absolute.yaml"], {})
+    mirror = Mirror(tmp_path / "mirror")
+    for task in tasks:
+        for path in needed_files(task):
+            mirror.write(str(path), path.read_bytes())
+    runner = Runner(0, RunOptions(bench=False))
+    try:
+        (climb, nothing), (absolute, saved) = [run_mirrored(runner, mirror, task, str(project))
+                                               for task in tasks]
+    finally:
+        runner.close()
+    assert climb.exit_code == EXIT_USAGE and not nothing
+    assert "args.out.save" in climb.error and "climbs out of the folder" in climb.error
+    assert absolute.exit_code == 0, absolute.error
+    assert list(saved) == [str(outside / "abs.npy")]
+    assert not outside.exists()                         # nothing written outside the mirror
+    mirror.close()
 
 
 def test_workers_share_out_the_host_threads(monkeypatch):

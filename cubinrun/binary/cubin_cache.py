@@ -16,7 +16,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from ..cache.folders import cache_root, mark_used, prune_now_and_then, write_atomically
+from ..cache import trust
+from ..cache.folders import mark_used, prune_now_and_then, write_atomically
 from ..limits import MAX_FACTS_BYTES
 from . import cubin
 from .cubin import CubinInfo
@@ -66,20 +67,19 @@ def _valid_facts(data) -> bool:
 def read_cubin_cached(data: bytes, path: str | None = None) -> CubinInfo:
     """cubin.read_cubin(data, path), from the cache when this cubin was read before."""
     key = hashlib.sha256(_parser_digest() + data).hexdigest()
-    entry = cache_root() / "cubins" / f"{key}.json"
+    entry = trust.folder("cubins") / f"{key}.json"
     try:
-        with open(entry, "rb") as f:
-            facts = json.loads(f.read(MAX_FACTS_BYTES))
+        facts = json.loads(trust.read(entry, MAX_FACTS_BYTES) or b"null")
         info = CubinInfo.from_json(facts) if _valid_facts(facts) else None
-    except (OSError, ValueError, RecursionError):
+    except (ValueError, RecursionError):
         info = None
     if info is not None:
         mark_used(entry)
         return dataclasses.replace(info, path=path)          # the same bytes, maybe elsewhere
     info = cubin.read_cubin(data, path)                      # SpecError for a bad cubin: not kept
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(entry, json.dumps(info.to_json()).encode())
+        write_atomically(trust.folder("cubins", create=True) / f"{key}.json",
+                         json.dumps(info.to_json()).encode())
     except OSError:
         pass
     prune_now_and_then()

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ..cache.folders import cache_root, mark_used, prune_now_and_then, write_atomically
+from ..cache import trust
+from ..cache.folders import mark_used, prune_now_and_then, write_atomically
 from ..errors import BuildError, UsageError, excerpt
 
 # --- architectures -------------------------------------------------------
@@ -278,12 +279,11 @@ def cached_compile(source: str | bytes, *, name: str, arch: str, options: Sequen
     key = _key(_bytes(source), tool="nvrtc", version=nvrtc_version(), arch=arch, name=name,
                options=args, name_expressions=list(name_expressions),
                headers=headers_digest(_bytes(source), Path(name), user_folders))
-    folder = cache_root() / "nvrtc"
-    if not refresh and (found := _lookup(folder, key)):
+    if not refresh and (found := _lookup("nvrtc", key)):
         return found
     compiled = compile_cuda(source, name=name, arch=arch, options=options, defines=defines,
                             include_dirs=include_dirs, name_expressions=name_expressions)
-    return _store(folder, key, compiled)
+    return _store("nvrtc", key, compiled)
 
 
 def cached_compile_ptx(ptx: bytes | str, *, arch: str, name: str = "kernel.ptx",
@@ -292,11 +292,10 @@ def cached_compile_ptx(ptx: bytes | str, *, arch: str, name: str = "kernel.ptx",
     data = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
     parse_arch(arch)
     key = _key(data, tool="nvjitlink", version=nvjitlink_version(), arch=arch)
-    folder = cache_root() / "nvjitlink"
-    if not refresh and (found := _lookup(folder, key)):
+    if not refresh and (found := _lookup("nvjitlink", key)):
         return found
     cubin, log = _link_ptx(data, arch=arch, name=name)
-    return _store(folder, key, CompiledCuda(cubin, log, {}, arch))
+    return _store("nvjitlink", key, CompiledCuda(cubin, log, {}, arch))
 
 
 _CACHE_FORMAT = 2     # 2: the JSON holds the cubin's SHA-256
@@ -307,16 +306,16 @@ def _key(source: bytes, **inputs) -> str:
     return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
 
 
-def _lookup(folder: Path, key: str) -> CachedCompile | None:
+def _lookup(kind: str, key: str) -> CachedCompile | None:
     """A complete, undamaged entry, or None (absent or damaged: compile again and
     overwrite). The JSON is written last and holds the cubin's SHA-256, so a
     cubin cut short or altered on disk is never taken for the compiler's."""
     from ..limits import MAX_BINARY_BYTES
+    folder = trust.folder(kind)
     try:
-        meta = json.loads((folder / f"{key}.json").read_bytes()[:MAX_BINARY_BYTES])
-        with open(folder / f"{key}.cubin", "rb") as f:
-            cubin = f.read(MAX_BINARY_BYTES + 1)
-        if not (isinstance(meta, dict) and isinstance(meta.get("log"), str)
+        meta = json.loads(trust.read(folder / f"{key}.json", MAX_BINARY_BYTES) or b"null")
+        cubin = trust.read(folder / f"{key}.cubin", MAX_BINARY_BYTES)
+        if cubin is None or not (isinstance(meta, dict) and isinstance(meta.get("log"), str)
                 and isinstance(meta.get("arch"), str)
                 and isinstance(meta.get("lowered_names"), dict)
                 and all(isinstance(k, str) and isinstance(v, str)
@@ -324,20 +323,20 @@ def _lookup(folder: Path, key: str) -> CachedCompile | None:
                 and meta.get("sha256") == hashlib.sha256(cubin).hexdigest()):
             return None
         compiled = CompiledCuda(cubin, meta["log"], meta["lowered_names"], meta["arch"])
-    except (OSError, ValueError, RecursionError):
+    except (ValueError, RecursionError):
         return None
     mark_used(folder / f"{key}.json")
     return CachedCompile(compiled, hit=True, path=folder / f"{key}.cubin")
 
 
-def _store(folder: Path, key: str, compiled: CompiledCuda) -> CachedCompile:
+def _store(kind: str, key: str, compiled: CompiledCuda) -> CachedCompile:
     """Keep the result; a cache that cannot be written (read-only, a file where
     the folder should be) only costs a compile next time, so the compile's
     result is returned all the same, from no file (`path` None)."""
     meta = {"log": compiled.log, "lowered_names": compiled.lowered_names, "arch": compiled.arch,
             "sha256": hashlib.sha256(compiled.cubin).hexdigest()}
+    folder = trust.folder(kind, create=True)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
         write_atomically(folder / f"{key}.cubin", compiled.cubin)
         write_atomically(folder / f"{key}.json", json.dumps(meta, indent=1).encode())
     except OSError:

@@ -57,6 +57,8 @@ class Entry:
 def entries(root: Path, kind: Kind) -> list[Entry]:
     """The entries of one kind (none when its folder is missing or unreadable)."""
     found: dict[str, Entry] = {}
+    if os.path.islink(root / kind.name):
+        return []                   # another folder: never listed or emptied through a link
     try:
         listing = list(os.scandir(root / kind.name))
     except OSError:

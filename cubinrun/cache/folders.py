@@ -11,24 +11,33 @@ from ..platform import WINDOWS
 
 def cache_root() -> Path:
     """$CUBINRUN_CACHE_DIR, else on Windows %LOCALAPPDATA%\\cubinrun, else
-    $XDG_CACHE_HOME/cubinrun, else ~/.cache/cubinrun."""
+    $XDG_CACHE_HOME/cubinrun, else ~/.cache/cubinrun, else (no home at all)
+    <tempdir>/cubinrun-<uid>. trust.py decides whether it may be used."""
     if explicit := os.environ.get("CUBINRUN_CACHE_DIR"):
         return Path(explicit)
     if WINDOWS:
         # Local, not Roaming: launchers are built for this machine's compiler.
         local = os.environ.get("LOCALAPPDATA", "")
-        return Path(local if os.path.isabs(local) else _home() / "AppData" / "Local") / "cubinrun"
+        if not os.path.isabs(local):
+            local = (_home() or Path(tempfile.gettempdir())) / "AppData" / "Local"
+        return Path(local) / "cubinrun"
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     # The XDG Base Directory spec: a relative path is invalid and is ignored.
-    base = xdg if os.path.isabs(xdg) else _home() / ".cache"
-    return Path(base) / "cubinrun"
+    if os.path.isabs(xdg):
+        return Path(xdg) / "cubinrun"
+    home = _home()
+    if home is None:
+        # No $HOME and no passwd entry (a container's arbitrary uid): a folder of
+        # this uid's own, never a name any local user could create first.
+        return Path(tempfile.gettempdir()) / f"cubinrun-{os.geteuid()}"
+    return home / ".cache" / "cubinrun"
 
 
-def _home() -> Path:
+def _home() -> Path | None:
     try:
         return Path.home()
-    except RuntimeError:            # no $HOME and no passwd entry: a container's user
-        return Path(tempfile.gettempdir())
+    except (RuntimeError, KeyError):     # no $HOME and no passwd entry
+        return None
 
 
 def write_atomically(path: Path, data: bytes) -> None:

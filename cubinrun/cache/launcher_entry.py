@@ -15,6 +15,7 @@ import hashlib
 import os
 from pathlib import Path
 
+from . import trust
 from .folders import write_atomically
 
 REF_SUFFIX = ".ref"
@@ -29,18 +30,24 @@ def ref_path(prefix: Path) -> Path:
 
 def verified_module(prefix: Path) -> Path | None:
     """The entry's module file when the ref names one whose size and digest
-    match; None when there is no entry or it is damaged (its file removed)."""
+    match; None when there is no entry or it is damaged (its file removed), or
+    when the ref or the module is not this user's alone (trust.py: the
+    run leaves the cache, and the file is never imported)."""
     try:
-        with open(ref_path(prefix), "rb") as f:
-            digest, size, name = f.read(_MAX_REF_BYTES).decode("ascii").split()
+        ref = trust.read(ref_path(prefix), _MAX_REF_BYTES) or b""
+        digest, size, name = ref[:_MAX_REF_BYTES].decode("ascii").split()
         size = int(size)
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError):
         return None
     if not name.startswith(prefix.name + ".") or Path(name).name != name:
         return None                         # not a file of this entry
     path = prefix.with_name(name)
-    if _holds(path, size, digest):
-        return path
+    try:
+        if _holds(path, size, digest):
+            return path
+    except trust.Untrusted as why:
+        trust.fall_back(str(why))
+        return None
     _remove(path)
     return None
 
@@ -49,17 +56,21 @@ def store(prefix: Path, built: Path, suffix: str) -> Path:
     """Move a module file just compiled into the entry, then point the ref at it."""
     data = built.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
+    os.chmod(built, 0o600)                  # a linker's 0775 under umask 002 is not trusted
     for attempt in range(_MAX_NAMES):
         name = f"{prefix.name}.{digest[:16]}{f'-{attempt}' if attempt else ''}{suffix}"
         target = prefix.with_name(name)
-        if _holds(target, len(data), digest):
-            built.unlink()                  # the same bytes are there (another process)
-            break
+        try:
+            if _holds(target, len(data), digest):
+                built.unlink()              # the same bytes are there (another process)
+                break
+        except trust.Untrusted:
+            pass                            # replaced below, never used
         try:
             os.replace(built, target)
             break
-        except PermissionError:             # a loaded (or damaged, locked) file: next name
-            continue
+        except (PermissionError, IsADirectoryError):
+            continue                        # a loaded file (locked) or a folder there: next name
     else:
         raise PermissionError(f"no usable name for launcher {prefix.name}: "
                               f"{_MAX_NAMES} files of that name are locked")
@@ -68,12 +79,9 @@ def store(prefix: Path, built: Path, suffix: str) -> Path:
 
 
 def _holds(path: Path, size: int, digest: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            data = f.read(size + 1)         # bounded: a file grown past size fails anyway
-    except OSError:
-        return False
-    return len(data) == size and hashlib.sha256(data).hexdigest() == digest
+    """Whether `path` has these bytes; Untrusted when it is not this user's alone."""
+    data = trust.read_checked(path, size)     # bounded: one grown past size fails
+    return data is not None and len(data) == size and hashlib.sha256(data).hexdigest() == digest
 
 
 def _remove(path: Path) -> None:

@@ -39,7 +39,7 @@ def inspect(path, kernel_name, as_json):
 @click.command("compile")
 @click.argument("source", metavar="SRC.cu", type=click.Path(dir_okay=False))
 @click.option("--arch", metavar="SM", help="Target, e.g. sm_90 (default: the current device).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
+@click.option("-o", "--output", metavar="FILE", type=click.Path(),
               help="Output cubin (default: SRC with .<arch>.cubin).")
 @click.option("-D", "defines", multiple=True, metavar="NAME[=VALUE]", help="Define a macro.")
 @click.option("-I", "include_dirs", multiple=True, metavar="DIR", help="Add an include folder.")
@@ -47,39 +47,37 @@ def inspect(path, kernel_name, as_json):
               help="Pass a flag to NVRTC (repeatable), e.g. --option=-lineinfo.")
 @click.option("--name-expression", "name_expressions", multiple=True, metavar="EXPR",
               help="A template instantiation to compile and name, e.g. 'kern<float>'.")
-def compile_command(source, arch, output, defines, include_dirs, options, name_expressions):
+@force_option
+def compile_command(source, arch, output, defines, include_dirs, options, name_expressions,
+                    force):
     """Compile CUDA C++ to a cubin with NVRTC (no GPU needed with --arch)."""
     from pathlib import Path
 
     from ..binary.nvrtc import compile_cuda
-    from ..errors import UsageError
     path = existing(source)
     arch = arch or current_arch()
     macros = dict(d.split("=", 1) if "=" in d else (d, None) for d in defines)
-    from ..files import read_bounded
+    from ..files import check_output, read_bounded, write_output as write_file
     from ..limits import MAX_SOURCE_BYTES
     source_bytes = read_bounded(path, MAX_SOURCE_BYTES, "CUDA source")
-    out = Path(output) if output else path.with_suffix(f".{arch}.cubin")
-    if not out.parent.is_dir():          # said before compiling, not after
-        raise UsageError(f"-o {out}: no folder {out.parent}")
+    out = Path(output) if output is not None else path.with_suffix(f".{arch}.cubin")
+    check_output(out, force)             # said before compiling, not after
     compiled = compile_cuda(source_bytes, name=str(path), arch=arch, options=options,
                             defines=macros, include_dirs=include_dirs,
                             name_expressions=name_expressions)
-    try:
-        out.write_bytes(compiled.cubin)
-    except OSError as exc:
-        raise UsageError(f"cannot write {out}: {exc.strerror}") from None
     if compiled.log.strip():
         sys.stderr.write(compiled.log.rstrip() + "\n")
     for expression, lowered in compiled.lowered_names.items():
         sys.stderr.write(f"{expression} -> {lowered}\n")
+    write_file(out, compiled.cubin, force)
     sys.stderr.write(f"wrote {out} ({len(compiled.cubin)} bytes, {arch})\n")
 
 
 @click.command()
 @click.argument("path", metavar="FILE.cubin", type=click.Path(dir_okay=False))
 @click.option("--kernel", "kernel_name", metavar="NAME", help="Which kernel (default: the only one).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the spec to a file.")
+@click.option("-o", "--output", metavar="FILE", type=click.Path(),
+              help="Write the spec to a file.")
 @force_option
 def init(path, kernel_name, output, force):
     """Write a starter spec from what a cubin says (types are guesses: see the comments)."""
@@ -89,11 +87,10 @@ def init(path, kernel_name, output, force):
     from .starter import pick_kernel, starter_spec
     cubin = existing(path)
     info = load_cubin(cubin)
-    target = Path(output) if output else None
+    target = Path(output) if output is not None else None
     text = starter_spec(info, pick_kernel(info, kernel_name), cubin,
                         target.parent if target else Path.cwd())
-    if target:
+    if target is not None:
         write_output(output, text, force)
-        sys.stderr.write(f"wrote {target}\n")
     else:
         sys.stdout.write(text)

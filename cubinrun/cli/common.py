@@ -122,16 +122,13 @@ def current_arch() -> str:
         raise UsageError(f"no GPU to target ({exc}); pass --arch, e.g. --arch sm_90") from None
 
 
-def write_output(path: str, text: str, force: bool) -> None:
-    """`-o FILE`: a file that exists is kept unless --force; failures are one line."""
-    from ..errors import UsageError
-    try:
-        with open(path, "w" if force else "x", encoding="utf-8") as f:
-            f.write(text)
-    except FileExistsError:
-        raise UsageError(f"{path} exists; pass --force to overwrite it") from None
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+def write_output(path, data: str | bytes, force: bool, option: str = "-o",
+                 mode: int = 0o666) -> None:
+    """`-o FILE`, the one rule: a regular file, never written through a link,
+    an existing one kept unless --force (files.py); then one "wrote" line."""
+    from ..files import write_output as write_file
+    out = write_file(path, data, force, option, mode)
+    sys.stderr.write(f"wrote {out}\n")
 
 
 def one_run(spec_path: str, overrides: tuple[str, ...], device: int | None):

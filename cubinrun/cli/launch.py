@@ -201,6 +201,18 @@ def _check_outputs(args: LaunchArgs) -> None:
         from ..results.plot import check_path, require_matplotlib
         check_path(args.plot)
         require_matplotlib()
+    _check_result_files(args)
+
+
+def _check_result_files(args: LaunchArgs) -> None:
+    """Result files are regular files: a FIFO, device or folder named is
+    refused before any run, not found (or hung on) after the last."""
+    from ..errors import UsageError
+    from ..files import output_problem
+    for flag, path in (("--jsonl", args.jsonl), ("--csv", args.csv), ("--markdown", args.markdown),
+                       ("--junit", args.junit), ("--plot", args.plot)):
+        if path and path != "-" and (problem := output_problem(path)):
+            raise UsageError(f"{flag} {path}: {problem}")
 
 
 def _check_numbers(args: LaunchArgs) -> None:

@@ -10,11 +10,12 @@ from .common import complete_specs, set_option
 @click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False),
                 shell_complete=complete_specs)
 @click.option("-o", "--output", "folder", required=True, metavar="DIR",
-              type=click.Path(file_okay=False), help="Folder to write the reproducer into.")
+              type=click.Path(), help="Folder to write the reproducer into.")
 @set_option
 @click.option("--arch", metavar="SM", help="Target for compiling source:/ptx: kernels "
               "(default: device 0's).")
-def repro(spec_path, folder, overrides, arch):
+@click.option("--force", is_flag=True, help="Overwrite a reproducer already in the folder.")
+def repro(spec_path, folder, overrides, arch, force):
     """Write a reproducer: the cubin, the inputs, the expected outputs, one C
     file that launches the kernel through the driver API with cubinrun's exact
     parameter bytes, and run.sh to build and run it (a C compiler and the
@@ -29,7 +30,8 @@ def repro(spec_path, folder, overrides, arch):
     if needs_device_target(plan.spec) and arch is None:
         arch = current_arch()
     # a reproducer brings its own launcher: none is built
-    written = write_repro(prepare(plan, arch=arch, build_launcher=False), Path(folder))
+    written = write_repro(prepare(plan, arch=arch, build_launcher=False), Path(folder),
+                          force=force)
     inputs = sum(1 for f in written.files if f.startswith("inputs/"))
     click.echo(f"wrote {written.folder}: kernel.cubin, {inputs} input(s) "
               f"({human_bytes(written.input_bytes)}), expected values for "

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .common import console, json_option
+from .common import console, force_option, json_option
 
 
 @click.command()
@@ -70,12 +70,15 @@ def _render(comparisons, counts, code) -> None:
               help="The plot: PATH.png or PATH.svg.")
 @click.option("--x", "x_var", metavar="VAR", help="The var on the x axis (default: the first "
               "swept var with several values).")
-def plot(results, output, x_var):
+@force_option
+def plot(results, output, x_var, force):
     """Plot time and throughput against a swept var from saved results (needs
     cubinrun[plot])."""
+    from ..files import check_output
     from ..results.plot import check_path, plot_results, require_matplotlib
     from ..results.reader import read_many
     check_path(output)
+    check_output(output, force)
     require_matplotlib()
-    plot_results(read_many(results), output, x_var)
+    plot_results(read_many(results), output, x_var, force, "-o")
     sys.stderr.write(f"wrote {output}\n")

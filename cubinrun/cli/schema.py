@@ -9,7 +9,7 @@ from .common import force_option, write_output
 
 
 @click.command()
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
+@click.option("-o", "--output", metavar="FILE", type=click.Path(),
               help="Write the schema to a file.")
 @force_option
 def schema(output, force):
@@ -19,7 +19,7 @@ def schema(output, force):
     `# yaml-language-server: $schema=PATH/spec.schema.json`."""
     from ..specfile.schema import schema_text
     text = schema_text()
-    if output:
+    if output is not None:
         write_output(output, text, force)
     else:
         sys.stdout.write(text)

@@ -17,7 +17,7 @@ from .common import complete_specs, console, force_option, set_option, write_out
 @click.option("--scratch", type=click.IntRange(0, 2), default=0,
               help="Trailing scratch pointer parameters (with --signature).")
 @set_option
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
+@click.option("-o", "--output", metavar="FILE", type=click.Path(),
               help="Write the C source to a file.")
 @force_option
 def gen(spec_path, compact, scratch, overrides, output, force):
@@ -34,7 +34,7 @@ def gen(spec_path, compact, scratch, overrides, output, force):
         leaf_types = [leaf.type for leaf in spec.leaves()]
         scratch = spec.launch.scratch_params
     source = generate_source(leaf_types, scratch)
-    if output:
+    if output is not None:
         write_output(output, source, force)
     elif sys.stdout.isatty() and not os.environ.get("NO_COLOR"):    # --no-color too
         from rich.syntax import Syntax

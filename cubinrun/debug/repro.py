@@ -26,6 +26,7 @@ rather than given a reproducer that would compare other elements.
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -65,11 +66,14 @@ class Written:
 
 # ---------------------------------------------------------------- the folder
 
-def write_repro(prepared, folder: Path, inputs: list | None = None) -> Written:
+def write_repro(prepared, folder: Path, inputs: list | None = None,
+                force: bool = False) -> Written:
     """Write the reproducer of `prepared` (prepare.Prepared; no launcher needed).
     `inputs`: the buffers' hostdata.InputValues (made here if not given). Inputs
     and expected outputs are written block by block, made on the worker
-    threads: no buffer is ever whole in host memory."""
+    threads: no buffer is ever whole in host memory. A reproducer already in
+    `folder` is overwritten only with `force`; no file is written through a
+    link, and its subfolders must be real folders (files.py's rules)."""
     from ..gpu.buffers import make_inputs
     from ..hostdata.check import expected_for
     plan = prepared.plan
@@ -77,6 +81,12 @@ def write_repro(prepared, folder: Path, inputs: list | None = None) -> Written:
     from ..specfile.locate import located
     with located(spec.path):
         refuse_unsupported(spec)
+    outputs = {**spec.buffers, **spec.globals}
+    names = list(outputs)
+    input_paths = [f"inputs/{index:02d}_{_file_name(name)}.bin" for index, name in enumerate(names)]
+    expected_paths = [f"expected/{_file_name(check.output)}.bin" for check in spec.checks]
+    files = ["kernel.cubin", "repro.c", "run.sh", *input_paths, *expected_paths]
+    _check_folder(folder, files, force)
     if inputs is None:
         inputs = make_inputs(plan)
     inputs = list(inputs) + [input_values(g, len(spec.buffers) + i)       # as a launch makes them
@@ -86,19 +96,11 @@ def write_repro(prepared, folder: Path, inputs: list | None = None) -> Written:
         from ..binary.cubin import module_globals
         from ..gpu.module_globals import check_globals
         symbols = check_globals(spec, module_globals(prepared.cubin), str(spec.kernel.path))
-    folder.mkdir(parents=True, exist_ok=True)
-    for sub in ("inputs", "expected", "outputs"):
-        (folder / sub).mkdir(exist_ok=True)
-    files = ["kernel.cubin", "repro.c", "run.sh"]
-    (folder / "kernel.cubin").write_bytes(prepared.cubin)
+    _write(folder / "kernel.cubin", [prepared.cubin])
 
-    outputs = {**spec.buffers, **spec.globals}
-    names = list(outputs)
     buffer_rows, input_bytes = [], 0
-    for index, (name, values) in enumerate(zip(names, inputs, strict=True)):
-        path = f"inputs/{index:02d}_{_file_name(name)}.bin"
-        nbytes = _write_blocks(folder / path, _input_blocks(values))
-        files.append(path)
+    for name, values, path in zip(names, inputs, input_paths, strict=True):
+        nbytes = _write(folder / path, _input_blocks(values))
         input_bytes += nbytes
         offset = outputs[name].offset_bytes
         symbol = _c_string(symbols[name]) if name in symbols else "NULL"
@@ -108,14 +110,12 @@ def write_repro(prepared, folder: Path, inputs: list | None = None) -> Written:
     check_rows, tables = [], {}
     by_name = dict(zip(names, inputs))
     env = spec.expression_env()
-    for check in spec.checks:
+    for check, path in zip(spec.checks, expected_paths, strict=True):
         buffer = outputs[check.output]
         dtype = buffer.dtype
         with located(spec.path):            # a reference's errors name the spec's line
             expected = expected_for(check, buffer.shape, dtype, by_name, env)
-        path = f"expected/{_file_name(check.output)}.bin"
-        _write_blocks(folder / path, expected.blocks())
-        files.append(path)
+        _write(folder / path, expected.blocks())
         table = "NULL"
         if dtype.size == 1 and dtype.kind == "float":
             table = f"TABLE_{dtype.name}"
@@ -128,10 +128,8 @@ def write_repro(prepared, folder: Path, inputs: list | None = None) -> Written:
             f"{_c_string(path)}}},")
 
     source = _source(prepared, buffer_rows, check_rows, tables)
-    (folder / "repro.c").write_text(source)
-    run = folder / "run.sh"
-    run.write_text(RUN_SH)
-    run.chmod(0o755)
+    _write(folder / "repro.c", [source.encode()])
+    _write(folder / "run.sh", [RUN_SH.encode()], mode=0o777)    # the umask makes it 755
     return Written(folder, files, input_bytes, [c.output for c in spec.checks])
 
 
@@ -144,19 +142,47 @@ def refuse_unsupported(spec) -> None:
                             "has no reproducer yet", field="check", line=check.line)
 
 
+def _check_folder(folder: Path, files: list[str], force: bool) -> None:
+    """Before any work: the folder and its subfolders are real folders (made
+    here), and no file of a reproducer there is overwritten without `force`."""
+    from ..errors import UsageError
+    from ..files import output_problem
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for sub in ("inputs", "expected", "outputs"):
+            path = folder / sub
+            path.mkdir(exist_ok=True)
+            if os.path.islink(path) or not path.is_dir():
+                raise UsageError(f"-o {folder}: {sub} is not a folder of its own "
+                                 "(a link or a file); remove it")
+    except FileExistsError:
+        raise UsageError(f"-o {folder}: a file, not a folder") from None
+    except OSError as exc:
+        raise UsageError(f"-o {folder}: cannot write there ({exc.strerror or exc})") from None
+    for name in files:
+        if problem := output_problem(folder / name):
+            raise UsageError(f"-o {folder}: {name} {problem}")
+        if not force and os.path.lexists(folder / name):
+            raise UsageError(f"-o {folder}: it holds a reproducer ({name}); pass --force to "
+                             "overwrite it")
+
+
 def _input_blocks(values):
     from ..hostdata.threads import ordered
     return ordered(lambda k=k: values.block(k) for k in range(values.blocks))
 
 
-def _write_blocks(path: Path, blocks) -> int:
-    """Write the arrays' bytes one after the other; the bytes written."""
+def _write(path: Path, blocks, mode: int = 0o666) -> int:
+    """Write the blocks' bytes one after the other, as a new file that then
+    takes the name (never through a link); the bytes written."""
+    from ..files import OutputFile
     written = 0
-    with open(path, "wb") as f:
+    with OutputFile(path, mode) as out:
         for block in blocks:
-            data = np.ascontiguousarray(block).reshape(-1).view(np.uint8)   # any dtype's bytes
-            f.write(data)
-            written += data.size
+            data = (block if isinstance(block, bytes)     # any array's dtype, as bytes
+                    else np.ascontiguousarray(block).reshape(-1).view(np.uint8))
+            out.file.write(data)
+            written += len(data)
     return written
 
 

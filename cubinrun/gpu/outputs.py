@@ -106,9 +106,12 @@ def _download(memory, buffer, checker, into=None) -> list:
         return tasks
     try:
         staging.download(memory.buffers[buffer.name].pointer, host, list(groups), read)
-    finally:
+    except BaseException:
         if writer is not None:
-            writer.close()
+            writer.abort()
+        raise
+    if writer is not None:
+        writer.close()
     return gather(futures)
 
 

@@ -77,7 +77,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..dtypes import ElementType
-from ..errors import SpecError, shorten
+from ..errors import SpecError, UsageError, shorten
+from ..files import OutputFile, output_problem
 from ..limits import MAX_NPY_HEADER_BYTES
 from .threads import run_all
 from .pcgstream import NormalStream, Stream, uniform
@@ -198,7 +199,10 @@ class NpyWriter:
         self.as_float32 = raw or (dtype is not None and dtype.name in _NON_NUMPY)
         stored = np.dtype(np.float32) if self.as_float32 else np.dtype(host)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.path, "wb")
+        if problem := output_problem(self.path):
+            raise UsageError(f"save: {self.path} {problem}")
+        self._out = OutputFile(self.path)       # takes the name when complete, never via a link
+        self._file = self._out.file
         header = {"descr": np.lib.format.dtype_to_descr(stored), "fortran_order": False,
                   "shape": tuple(shape)}
         np.lib.format.write_array_header_1_0(self._file, header)
@@ -210,13 +214,18 @@ class NpyWriter:
         self._file.write(memoryview(np.ascontiguousarray(block)).cast("B"))
 
     def close(self) -> None:
-        self._file.close()
+        """The file complete: it takes its name."""
+        self._out.commit()
+
+    def abort(self) -> None:
+        """Nothing written: the file named before, if any, is left as it was."""
+        self._out.abort()
 
     def __enter__(self) -> "NpyWriter":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, kind, *_) -> None:
+        self.close() if kind is None else self.abort()
 
 
 # ---------------------------------------------------------------- input values

@@ -22,7 +22,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Sequence
 
-from ..cache.folders import cache_root, mark_used, prune_now_and_then
+from ..cache import trust
+from ..cache.folders import mark_used, prune_now_and_then
 from ..errors import BuildError
 from ..platform import WINDOWS
 from ..cache.launcher_entry import store, verified_module
@@ -68,12 +69,21 @@ def build_launcher(source: str, module_name: str) -> ModuleType:
                          "does not have: run cubinrun with a regular CPython build")
     compiler = find_compiler()
     key = cache_key(source, compiler)
-    prefix = cache_root() / "launchers" / f"{module_name}.{key[:24]}"
+    entry = f"{module_name}.{key[:24]}"
+    prefix = trust.folder("launchers") / entry
     module = _loaded.get(prefix)
     if module is None:
         module = _import_cached(module_name, prefix)
     if module is None:
-        path = _compile(source, module_name, compiler, prefix)
+        # Checked again: the lookup may have left an untrusted cache for a private folder.
+        prefix = trust.folder("launchers", create=True) / entry
+        try:
+            path = _compile(source, module_name, compiler, prefix)
+        except OSError as exc:          # the entry cannot be written there (a folder in its place)
+            prefix = trust.fall_back(f"{exc.filename or prefix} cannot be written "
+                                           f"({exc.strerror or exc})") / "launchers" / entry
+            prefix.parent.mkdir(mode=0o700)
+            path = _compile(source, module_name, compiler, prefix)
         prune_now_and_then()
         try:
             module = _import(module_name, path)
@@ -131,7 +141,6 @@ def _compile(source: str, module_name: str, compiler: Compiler, prefix: Path) ->
     import tempfile  # only on a cache miss: start-up time matters on a hit
 
     includes = [find_cuda_include()]
-    prefix.parent.mkdir(parents=True, exist_ok=True)
     fd, partial = tempfile.mkstemp(dir=prefix.parent, prefix=f".{prefix.name}.", suffix=".partial")
     os.close(fd)
     try:

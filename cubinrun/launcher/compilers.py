@@ -113,8 +113,12 @@ def find_compiler(platform: str | None = None) -> Compiler:
 
 def _from_cc(env: str, windows: bool) -> Compiler:
     # Windows paths keep their backslashes; quotes around a word still group it.
-    words = [w[1:-1] if len(w) > 1 and w[0] == w[-1] == '"' else w
-             for w in shlex.split(env, posix=not windows)]
+    try:
+        split = shlex.split(env, posix=not windows)
+    except ValueError as exc:                   # an unbalanced quote
+        raise BuildError(f"$CC {env!r} cannot be split into words ({exc}): "
+                         "balance its quotes") from None
+    words = [w[1:-1] if len(w) > 1 and w[0] == w[-1] == '"' else w for w in split]
     path = shutil.which(words[0])
     if path is None:
         raise BuildError(f"C compiler {words[0]!r} from $CC not found")

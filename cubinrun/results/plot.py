@@ -9,6 +9,7 @@ only here, and drawn with its Agg/SVG canvases: no display is needed.
 """
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 
@@ -48,7 +49,10 @@ def swept_var(results: list[dict], x: str | None) -> str:
                      "(use sweep: in the spec or --axis)")
 
 
-def plot_results(results: list[dict], path: str, x: str | None = None) -> None:
+def plot_results(results: list[dict], path: str, x: str | None = None,
+                 force: bool = True, option: str = "--plot") -> None:
+    """The plot written to `path` (.png or .svg) as files.py writes outputs:
+    a regular file, never through a link, an existing one only with `force`."""
     check_path(path)
     require_matplotlib()
     from matplotlib.figure import Figure
@@ -108,7 +112,10 @@ def plot_results(results: list[dict], path: str, x: str | None = None) -> None:
     for axes in (time_axes, rate_axes):
         if axes.get_legend_handles_labels()[0]:
             axes.legend(fontsize="small")
-    figure.savefig(path, dpi=120)
+    from ..files import write_output
+    image = io.BytesIO()        # rendered first: matplotlib would open the path itself
+    figure.savefig(image, format=Path(path).suffix.lower()[1:], dpi=120)
+    write_output(path, image.getvalue(), force, option)
 
 
 def _peak(result: dict, unit: str) -> float | None:

@@ -29,6 +29,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from ..files import outputs_inside
 from .expand import RunTask
 from .outcome import RunRecord
 
@@ -90,8 +91,13 @@ class Mirror:
         self._have: dict[str, str] = {}         # path here -> digest of what is there
 
     def local(self, path: str) -> Path:
-        """Where the file at `path` (absolute, as the launch process sees it) lies here."""
+        """Where the file at `path` (absolute, as the launch process sees it) lies
+        here; UsageError for a path that could lead out of the root (`..`)."""
+        from ..errors import UsageError
         p = Path(path)
+        if not p.is_absolute() or ".." in p.parts:
+            raise UsageError(f"{path}: not a plain absolute path, so it could lead out of "
+                             "the worker's private folder; the files a run carries stay inside")
         return self.root / p.relative_to(p.anchor)
 
     def missing(self, manifest: dict[str, str]) -> list[str]:
@@ -123,7 +129,8 @@ def run_mirrored(runner, mirror: Mirror, task: RunTask, cwd: str) -> tuple[RunRe
     os.chdir(here)
     try:
         spec = str(mirror.local(task.spec)) if os.path.isabs(task.spec) else task.spec
-        record = runner.execute(replace(task, spec=spec))
+        with outputs_inside(mirror.root):          # `save:` stays in the mirror too
+            record = runner.execute(replace(task, spec=spec))
         saved = {}
         for path in (record.result or {}).get("saved", []):
             try:
@@ -153,7 +160,8 @@ def _unmapped(value, mirror: Mirror):
 
 def write_saved(saved: dict[str, bytes]) -> None:
     """The files a remote run saved, written where a local run writes them."""
+    from ..files import write_output
     for path, data in saved.items():
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        write_output(target, data, force=True, option="save:")

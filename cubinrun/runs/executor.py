@@ -166,8 +166,32 @@ class ProcessExecutor:
         self.placements = list(placements) if placements else [Placement(options.device or 0)]
         self.setup = setup if setup is not None else WORKER_SETUP
         self.notes: list[str] = []
+        from ..cache import trust
+        trust.check_all()         # an untrusted cache: one warning here, not one per worker
         # Started now, so Python and CUDA start in the workers while the caller goes on.
         self.workers: list[_Worker | None] = [self._start(p) for p in self.placements]
+        self._previous_sigterm = self._forward_sigterm()
+
+    def _forward_sigterm(self):
+        """SIGTERM to this process alone ends the workers too (they would run on
+        and find no one to answer), then this process as the signal does, so its
+        exit status says SIGTERM (143 in a shell). The previous handler, or
+        None where a handler cannot be set (not the main thread, Windows)."""
+        import signal
+        import threading
+
+        from ..platform import WINDOWS
+        if WINDOWS or threading.current_thread() is not threading.main_thread():
+            return None
+
+        def forward(signum, frame):
+            for worker in self.workers:
+                if worker is not None:
+                    worker.process.terminate()          # SIGTERM, as this process got
+            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+        previous = signal.signal(signal.SIGTERM, forward)
+        return previous
 
     def _start(self, placement: Placement) -> _Worker:
         return _Worker(self.context, placement, self.options, self.setup)
@@ -210,6 +234,10 @@ class ProcessExecutor:
                 raise RuntimeError("executor lost a task")    # a bug, never a user's error
 
     def close(self) -> None:
+        if self._previous_sigterm is not None:
+            import signal
+            signal.signal(signal.SIGTERM, self._previous_sigterm)
+            self._previous_sigterm = None
         for worker in self.workers:
             if worker is not None:
                 worker.close()

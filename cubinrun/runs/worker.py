@@ -169,12 +169,15 @@ def serve(connection, ordinal: int, options: RunOptions, setup: str | None = Non
         while True:
             try:
                 task = connection.recv()
-            except EOFError:
+            except (EOFError, OSError):
                 break
             if task is None:
                 break
             record = runner.execute(task)
-            connection.send(record.portable())
+            try:
+                connection.send(record.portable())
+            except OSError:                 # the launch process is gone: nothing to answer
+                break
             if record.broken:
                 break
     finally:

@@ -12,6 +12,7 @@ from typing import Any, Iterator
 from .. import signature as sig
 from ..dtypes import ELEMENT_TYPES
 from ..errors import SpecError, excerpt, shorten
+from ..files import mirrored_output, output_problem
 from ..limits import MAX_BUFFER_BYTES, MAX_DIMS
 from .context import SpecContext
 from .yamlload import LocatedDict
@@ -109,6 +110,12 @@ class ArgsBuilder:
         save = None
         if "save" in node:
             save = b.resolve_path(node["save"], f"{field}.save", node, "save", must_exist=False)
+            if (save := mirrored_output(save, node["save"])) is None:
+                raise b.error(f"{excerpt(node['save'])} climbs out of the folder the run was "
+                              "carried to (--ray): name a path below the spec's folder, or an "
+                              "absolute one", f"{field}.save", node, "save")
+            if problem := output_problem(save):       # a FIFO would block the run's end
+                raise b.error(f"{save} {problem}", f"{field}.save", node, "save")
         offset = 0
         if "offset" in node:            # elements: the kernel gets the address past them
             offset = b.integer(node["offset"], f"{field}.offset", node, "offset", minimum=0)
