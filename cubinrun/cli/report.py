@@ -95,6 +95,7 @@ def _error_text(value: float | None) -> str:
 
 def render_result(result, console) -> None:
     """The launch report: what ran where, the check, the timing, the throughput."""
+    from rich.markup import escape
     from rich.table import Table
     spec, kernel, device = result.spec, result.kernel, result.device
     console.print(f"[bold]{kernel['name']}[/bold] on {device['name']} ({device['arch']})")
@@ -116,13 +117,15 @@ def render_result(result, console) -> None:
             checks.add_column(column)
         for c in result.checks:
             tolerance = "exact" if c.exact else f"{c.rtol:g} / {c.atol:g}"
-            checks.add_row(c.name, "[green]pass[/green]" if c.passed else "[red]FAIL[/red]",
+            checks.add_row(escape(c.name),               # a region key is not markup
+                           "[green]pass[/green]" if c.passed else "[red]FAIL[/red]",
                            _error_text(c.max_abs_err), _error_text(c.max_rel_err),
                            f"{c.mismatches} / {c.count}", tolerance)
         console.print(checks)
         for c in result.checks:
             for index, got, expected in c.first_mismatches:
-                console.print(f"  {c.name}{list(index)}: got {got!r}, expected {expected!r}")
+                console.print(escape(f"  {c.name}{list(index)}: got {got!r}, "
+                                     f"expected {expected!r}"))
 
     for report in result.debug:             # guard bands, --repeat
         report.render(console)
