@@ -87,6 +87,16 @@ def test_shape_errors_name_the_shapes_with_and_without_data(source, fragment):
         expr.evaluate(ENV)
 
 
+def test_arithmetic_errors_in_bounds_and_axes_are_spec_errors():
+    for source in ("x[N // 0:]", "sum(x, axis=K % 0)", "reshape(x, [N / 0])"):
+        with pytest.raises(SpecError, match="division by zero"):
+            parse_expr(source, arrays=True).plan(SHAPES, SCALARS)
+    from cubinrun.specfile.expr import region_parts
+    tree = parse_expr("y[1:N // 0]", arrays=True).tree.body
+    with pytest.raises(SpecError, match="cannot evaluate 'y\\[1:N // 0\\]'"):
+        region_parts(tree, SCALARS)
+
+
 @pytest.mark.parametrize("source, fragment", [
     ("x.shape", "the attribute .shape (only .T)"),
     ("sum(x, keepdims=1)", "keyword 'keepdims' is not allowed in sum()"),

@@ -129,22 +129,22 @@ class Expr:
         naming the shapes when they do not fit."""
         env = {**scalars, **{name: Shaped(tuple(shape)) for name, shape in shapes.items()}}
         evaluator = _Evaluator(env, _array_functions())
-        try:
-            result = evaluator.visit(self.tree.body)
-        except (TypeError, ValueError) as exc:
-            raise SpecError(f"cannot evaluate {excerpt(self.source)}: "
-                            f"{shorten(str(exc), 160)}") from None
+        result = self._run(evaluator)
         shape = result.shape if isinstance(result, Shaped) else ()
         return shape, evaluator.bytes
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
         evaluator = _Evaluator(env, _array_functions() if self.arrays else SCALAR_FUNCTIONS)
+        if not self.arrays:
+            return self._run(evaluator)
+        import numpy as np
+        with np.errstate(all="ignore"):         # NaN/inf in a reference are data, not noise
+            return self._run(evaluator)
+
+    def _run(self, evaluator: "_Evaluator") -> Any:
+        """The evaluator's value of the whole expression; its errors as SpecErrors."""
         try:
-            if not self.arrays:
-                return evaluator.visit(self.tree.body)
-            import numpy as np
-            with np.errstate(all="ignore"):     # NaN/inf in a reference are data, not noise
-                return evaluator.visit(self.tree.body)
+            return evaluator.visit(self.tree.body)
         except ZeroDivisionError:
             raise SpecError(f"division by zero in {excerpt(self.source)}") from None
         except OverflowError:
@@ -344,7 +344,7 @@ def region_parts(subscript: ast.Subscript, env: Mapping[str, Any]) -> list:
     in `env` (numbers only). SpecError when a bound is not an integer."""
     try:
         return _Evaluator(env, {})._index_parts(subscript.slice)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, ArithmeticError) as exc:
         raise SpecError(f"cannot evaluate {excerpt(ast.unparse(subscript))}: {exc}") from None
 
 
@@ -591,8 +591,12 @@ def _astype(x, dtype):
         raise ValueError("astype() to fp8e4b15 is not supported (NumPy has no such type)")
     if isinstance(x, Shaped):
         return x
+    import warnings
+
     import numpy as np
-    rounded = np.asarray(x).astype(dtype.numpy_dtype())
+    with warnings.catch_warnings():         # out of range is the user's data: no warning
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rounded = np.asarray(x).astype(dtype.numpy_dtype())
     wide = np.float64 if dtype.kind == "float" else np.uint64 if dtype.name == "u64" else np.int64
     return rounded.astype(wide)
 
