@@ -189,3 +189,12 @@ def test_inspect_lists_the_module_globals_with_their_sizes(capsys):
                                           {"name": "d_calls", "size": 4}]
     code, out, _ = run_cli(capsys, "inspect", cubin)
     assert "globals: d_filter (256 bytes), d_calls (4 bytes)" in out
+
+
+def test_a_namespaced_global_is_found_by_its_cpp_name():
+    from cubinrun.gpu.module_globals import describe, symbol_for
+    available = {"d_filter": 256, "_ZN2ns5tableE": 16}
+    assert symbol_for("ns::table", available) == "_ZN2ns5tableE"
+    assert symbol_for("_ZN2ns5tableE", available) == "_ZN2ns5tableE"
+    assert symbol_for("table", available) is None
+    assert describe(available) == "d_filter (256 bytes), ns::table (_ZN2ns5tableE, 16 bytes)"
