@@ -64,6 +64,42 @@ class BuildError(CubinrunError):
         super().__init__(message)
 
 
+class ResourceLimit:
+    """Mixin of the errors that say the kernel, as built or launched for this
+    point, exceeds a resource limit of the GPU: static shared memory at build
+    (ptxas), threads per block above the kernel's limit (its
+    __launch_bounds__ or register use), dynamic shared memory above the
+    device's, a cooperative grid that does not fit.
+
+    Raised where the limit is found, so a sweep reports the point `invalid`
+    with `reason` (runs/outcome.py) instead of failing; outside a sweep each
+    keeps its exit code (3 for a build, 2 for the spec's launch)."""
+
+    reason: str = ""
+
+
+class ResourceLimitError(ResourceLimit, BuildError):
+    """A build that fails for a resource limit (ptxas: "uses too much shared data")."""
+
+    def __init__(self, message: str, reason: str, log: str = ""):
+        self.reason = reason        # one line: what exceeds which limit
+        super().__init__(message, log)
+
+
+class LaunchLimitError(ResourceLimit, SpecError):
+    """The spec's launch exceeds a limit of the built kernel or the device."""
+
+    def __init__(self, message: str, **where):
+        self.reason = message
+        super().__init__(message, **where)
+
+
+def invalid_reason(error: BaseException) -> str | None:
+    """Why a sweep's point is invalid (a resource limit of the kernel), or None
+    when `error` is any other failure."""
+    return error.reason if isinstance(error, ResourceLimit) else None
+
+
 class CudaError(CubinrunError):
     """A CUDA driver call failed, or there is no driver or device."""
 

@@ -64,6 +64,22 @@ MAX_INT_BITS = 256
 # resolving them in dependency order.
 MAX_NAMES = 10_000
 
+# --- sweeps -------------------------------------------------------------------
+# Values of one axis and points of one sweep (SPEC section 3 documents 100,000):
+# counted before anything is expanded, so `[1:1e12]` is an error, not a process
+# that eats the machine's memory.
+MAX_AXIS_VALUES = 10_000
+MAX_SWEEP_POINTS = 100_000
+# pow2 axes: exponents 0..63 (a 64-bit size).
+MAX_POW2_EXPONENT = 63
+# Characters of one value of a string axis (a kernel or type name).
+MAX_AXIS_STRING_CHARS = 200
+# Decimal exponent of an axis number: range arithmetic is exact (fractions),
+# and 1e-400 or 1e400 would only make it slow; no var holds such a number.
+MAX_AXIS_EXPONENT = 330
+# Constraints of one sweep (the spec's and --constraint).
+MAX_CONSTRAINTS = 100
+
 # --- signatures --------------------------------------------------------------
 # Characters of one type string, and the nesting of tuples in a signature.
 MAX_TYPE_CHARS = 4_000
@@ -115,6 +131,13 @@ SHARED_OPTIN_BY_SM = {
     100: 232_448, 101: 232_448, 103: 232_448, 110: 232_448,
     120: 101_376, 121: 101_376,
 }
+
+# Registers one block may use (the CUDA occupancy calculator's "registers per
+# block": 64K from sm_50 on, 32K on the Jetson chips sm_53 and sm_62), and the
+# unit a warp's registers are allocated in (256 registers per warp).
+REGISTERS_PER_BLOCK = 65_536
+REGISTERS_PER_BLOCK_BY_SM = {53: 32_768, 62: 32_768}
+REGISTER_ALLOCATION_UNIT = 256
 
 # --- messages ------------------------------------------------------------------
 # Characters of a bad value quoted in an error message.

@@ -63,10 +63,10 @@ def test_numbers_are_expressions_too():
     ("x[-1]", "Subscript is not allowed"),
     ("lambda: 1", "Lambda is not allowed"),
     ("[1, 2]", "List is not allowed"),
-    ("'text'", "only numbers"),
+    ("b'text'", "only numbers and strings"),
     ("True", "only numbers"),
     ("1 if x else 2", "IfExp is not allowed"),
-    ("x and 1", "BoolOp is not allowed"),
+    ("x is 1", "Compare is not allowed"),
     ("1 << 4", "BinOp is not allowed"),
     ("max(x, key=1)", "keyword arguments"),
     ("max(*x)", "*args"),
@@ -144,3 +144,27 @@ def test_tuple_elements_in_check_expressions_are_arrays():
     expr = parse_expr("where(t[0] > 0, t[1], -t[1])", arrays=True)
     out = expr.evaluate({"t[0]": np.array([1.0, -1.0]), "t[1]": np.array([2.0, 3.0])})
     assert out.tolist() == [2.0, -3.0]
+
+
+@pytest.mark.parametrize("text, env, expected", [
+    ("K == 'transposeNaive'", {"K": "transposeNaive"}, True),
+    ("K != 'a' and B <= 32", {"K": "b", "B": 32}, True),
+    ("K == 'a' or B > 32", {"K": "b", "B": 32}, False),
+    ("not (B == 3)", {"B": 3}, False),
+    ("B == 1 or 1 / 0", {"B": 1}, True),            # short circuit, as Python
+    ("B and 7", {"B": 2}, True),                    # a truth value, never an operand
+])
+def test_strings_and_boolean_operators(text, env, expected):
+    assert parse_expr(text).evaluate(env) is expected
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("K * 3", "strings only compare with == and !="),
+    ("-K", "strings only compare"),
+    ("min(K, K)", "strings only compare"),
+    ("K < 'b'", "not <"),
+    ("K == 3", "compares the string 'a' with the number 3"),
+])
+def test_strings_take_part_in_no_arithmetic(text, fragment):
+    with pytest.raises(SpecError, match=re.escape(fragment)):
+        parse_expr(text).evaluate({"K": "a"})

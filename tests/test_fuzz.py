@@ -48,7 +48,7 @@ from cubinrun.cli import main  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 LONG = os.environ.get("CUBINRUN_FUZZ") == "long"
-TARGETS = 8
+TARGETS = 9
 BUDGET = float(os.environ.get("CUBINRUN_FUZZ_SECONDS", "120")) / TARGETS
 SLOW_SECONDS = 10.0                 # generous: CI machines are shared
 MAX_RSS_BYTES = 3 << 30             # the test process's peak, all examples together
@@ -81,7 +81,7 @@ class Outcome:
         self.code, self.stderr, self.seconds = code, stderr, seconds
 
 
-def run_cli(*args: str) -> Outcome:
+def run_cli(*args: str, many: bool = False) -> Outcome:
     out, err = io.StringIO(), io.StringIO()
     start = time.perf_counter()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -92,16 +92,20 @@ def run_cli(*args: str) -> Outcome:
         else:
             code = None
     outcome = Outcome(code, err.getvalue(), time.perf_counter() - start)
-    check_property(outcome, args)
+    check_property(outcome, args, many)
     return outcome
 
 
-def check_property(outcome: Outcome, args) -> None:
+def check_property(outcome: Outcome, args, many: bool = False) -> None:
+    """`many`: a sweep, whose failed points each have their one line."""
     what = " ".join(map(str, args))[:200]
     assert outcome.code in (0, 1, 2, 3, 4), (outcome.code, what, outcome.stderr[-2000:])
     assert "Traceback" not in outcome.stderr, (what, outcome.stderr[-3000:])
-    if outcome.code not in (0, 1, 3):           # 3 may print the compiler's log first
-        lines = outcome.stderr.strip().splitlines()
+    lines = outcome.stderr.strip().splitlines()
+    if many and len(lines) > 1:
+        assert all(line.startswith(("error: ", "invalid: ")) and len(line) < 1000
+                   for line in lines), (what, outcome.stderr[-2000:])
+    elif outcome.code not in (0, 1, 3):         # 3 may print the compiler's log first
         assert len(lines) == 1 and len(lines[0]) < 1000, (what, outcome.stderr[-2000:])
     assert outcome.seconds < SLOW_SECONDS, (what, outcome.seconds)
     if resource is not None:
@@ -423,6 +427,73 @@ def test_fuzz_results(tmp_path):
         run_cli("compare", str(a), str(b))
         run_cli("compare", "--json", str(a), str(b))
     fuzz("results", inner)
+
+
+# --- sweeps: spec axes, --axis and constraints ---------------------------------
+
+AXIS_NUMBERS = ["0", "1", "2", "3", "7", "16", "0.5", "-1", "-0.0", "1_0", "0x10", "1e3", "1e308",
+                "1e-308", "9" * 400, "1e999", "nan", "inf", "abc", "add", "a b", "{N}", "", " "]
+SWEEP_SEED = SPEC_SEEDS["vector_add.yaml"].replace(
+    "  BLOCK: 1024", "  BLOCK: 1024\n  K: \"'add'\"")
+
+
+def axis_bodies():
+    number = st.sampled_from(AXIS_NUMBERS)
+    return st.one_of(
+        st.lists(number, min_size=0, max_size=5).map(lambda v: "[" + ",".join(v) + "]"),
+        st.lists(number, min_size=1, max_size=4).map(lambda v: "[" + ":".join(v) + "]"),
+        number,
+        st.text(alphabet="[]:,0123456789.e-+ ", max_size=30))
+
+
+def spec_sweep_nodes():
+    number = st.sampled_from(AXIS_NUMBERS)
+    return st.one_of(
+        st.lists(number, max_size=5).map(lambda v: "[" + ", ".join(json.dumps(x) for x in v) + "]"),
+        st.tuples(st.sampled_from(["range", "pow2", "squares", ""]),
+                  st.lists(number, max_size=4)).map(lambda t: json.dumps(f"{t[0]}({', '.join(t[1])})")),
+        number.map(json.dumps), st.sampled_from(["null", "{}", "[]", "[[1]]", "true", "{a: 1}"]))
+
+
+def constraint_texts():
+    leaf = st.sampled_from(["N", "BLOCK", "K", "Q", "'add'", "'x'", "0", "1", "1024", "2**300",
+                            "1e308", "nan"])
+
+    def combine(children):
+        binary = st.tuples(children, st.sampled_from(
+            ["+", "*", "//", "%", "<", "<=", "==", "!=", "and", "or"]), children).map(" ".join)
+        return st.one_of(binary, children.map(lambda c: f"not {c}"),
+                         children.map(lambda c: f"({c})"),
+                         st.tuples(st.sampled_from(["min", "cdiv", "abs"]), st.lists(
+                             children, min_size=1, max_size=2)).map(
+                             lambda t: f"{t[0]}({', '.join(t[1])})"))
+    return st.one_of(st.recursive(leaf, combine, max_leaves=12),
+                     st.text(alphabet="NBK<=>!'() andort01", max_size=30))
+
+
+def test_fuzz_sweeps(tmp_path):
+    """Spec sweeps, --axis (nvbench's grammar) and constraints: every point's
+    arithmetic exact and bounded before expansion, one line per failed point."""
+    @examples(60)
+    @given(st.sampled_from(["N", "BLOCK", "K", "Q"]), spec_sweep_nodes(),
+           st.lists(st.tuples(st.sampled_from(["N", "BLOCK", "K", "Q", "N[pow2]", "2N"]),
+                              axis_bodies()), max_size=2),
+           st.lists(constraint_texts(), max_size=2), st.booleans())
+    def inner(var, node, axes, constraints, in_spec):
+        counts["sweeps"] += 1
+        text = SWEEP_SEED + f"sweep:\n  {var}: {node}\n"
+        if in_spec and constraints:
+            text += "constraints:\n" + "".join(f"  - {json.dumps(c)}\n" for c in constraints)
+        path = tmp_path / "sweep.yaml"
+        path.write_text(text)
+        args = ["launch", "--dry-run", "--json", str(path)]
+        for name, body in axes:
+            args += ["--axis", f"{name}={body}"]
+        if not in_spec:
+            for constraint in constraints:
+                args += ["--constraint", constraint]
+        run_cli(*args, many=True)
+    fuzz("sweeps", inner)
 
 
 # (No NUL: a command line cannot hold one.)

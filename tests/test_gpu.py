@@ -213,3 +213,23 @@ def test_arch_defaults_match_this_device_when_it_is_the_known_one():
     assert {"sm_count": props["sm_count"], "l2_bytes": props["l2_bytes"],
             "max_shared_optin": props["shared_per_block_optin"],
             "warp_size": props["warp_size"]} == values
+
+
+def test_a_sweep_with_string_axes_constraints_and_invalid_points_passes_every_check():
+    # configs/sweeps/tiled_copy.yaml: 48 points, 4 skipped by its constraints, 4 invalid
+    # (a shared tile above 48 KiB of static shared memory), 40 compiled, run and checked
+    proc = cubinrun("launch", "--json", CONFIGS / "sweeps" / "tiled_copy.yaml", *FAST,
+                    check_exit=0)
+    results = json.loads(proc.stdout)["results"]
+    statuses = [r["status"] for r in results]
+    assert (statuses.count("ok"), statuses.count("skipped"), statuses.count("invalid")) == \
+        (40, 4, 4), statuses
+    for r in results:
+        if r["status"] == "ok":
+            assert r["check"]["passed"] is True and r["timing"]["median_us"] > 0, r["point"]
+        elif r["status"] == "invalid":
+            assert r["point"]["TILE"] == 128 and r["point"]["VARIANT"] == "shared"
+            assert "bytes of shared data" in r["error"]["message"]
+    fp64 = next(r for r in results if r["status"] == "ok" and r["point"]["T"] == "fp64")
+    seconds = fp64["timing"]["median_us"] * 1e-6         # bench.bytes follows T: 8-byte elements
+    assert fp64["throughput"]["gbps"] == pytest.approx(2 * 2048 * 1000 * 8 / seconds / 1e9)

@@ -12,6 +12,7 @@ cheap to recompute).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -23,7 +24,9 @@ from . import cubin
 from .cubin import CubinInfo
 
 
+@functools.lru_cache(maxsize=1)
 def _parser_digest() -> bytes:
+    """The parser's source digest: it does not change while the process runs."""
     return hashlib.sha256(Path(cubin.__file__).read_bytes()).digest()
 
 

@@ -42,6 +42,27 @@ def load_binary(spec: Spec, arch: str | None) -> Binary:
     return Binary(cubin, info, kernel, origin)
 
 
+class Binaries:
+    """load_binary, once per kernel file (as it is now), kind, name, options and
+    arch: what the runs of one session or one dry run share, so a sweep's
+    points compile, read and parse their binary once."""
+
+    def __init__(self):
+        self._binaries: dict[tuple, Binary] = {}
+
+    def load(self, spec: Spec, arch: str | None) -> Binary:
+        kernel = spec.kernel
+        try:
+            stat = kernel.path.stat()
+            version = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            version = None                  # load_binary says what is wrong
+        key = (kernel.kind, str(kernel.path), version, kernel.name, kernel.options, arch)
+        if version is None or key not in self._binaries:
+            self._binaries[key] = load_binary(spec, arch)
+        return self._binaries[key]
+
+
 def _read(path: Path, field: str, limit: int = MAX_BINARY_BYTES, what: str = "cubin") -> bytes:
     try:
         return read_bounded(path, limit, what)

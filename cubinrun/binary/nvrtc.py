@@ -35,7 +35,8 @@ from typing import Mapping, Sequence
 
 from ..cache import trust
 from ..cache.folders import mark_used, prune_now_and_then, write_atomically
-from ..errors import BuildError, UsageError, excerpt
+from ..errors import BuildError, ResourceLimitError, UsageError, excerpt
+from .resource_limits import ptxas_limit
 
 # --- architectures -------------------------------------------------------
 
@@ -176,7 +177,10 @@ def compile_cuda(source: str | bytes, *, name: str, arch: str, options: Sequence
         (result,) = nvrtc.nvrtcCompileProgram(prog, len(encoded), encoded)
         log = _program_log(nvrtc, prog)
         if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise BuildError(f"NVRTC failed to compile {name} for {arch}: {_summary(log)}", log)
+            message = f"NVRTC failed to compile {name} for {arch}: {_summary(log)}"
+            if reason := ptxas_limit(log):
+                raise ResourceLimitError(message, reason, log)
+            raise BuildError(message, log)
         result, size = nvrtc.nvrtcGetCUBINSize(prog)
         _check(result, "nvrtcGetCUBINSize")
         cubin = bytearray(size)
@@ -240,8 +244,10 @@ def _link_ptx(ptx: bytes | str, *, arch: str, name: str) -> tuple[bytes, str]:
             log = _jitlink_log(nvjitlink.get_error_log_size, nvjitlink.get_error_log, handle)
             # ptxas's own message comes first, nvJitLink's summary last.
             first = (log.splitlines() or [str(exc)])[0]
-            raise BuildError(f"nvJitLink failed to compile {name} for {arch}: {first}",
-                             log) from None
+            message = f"nvJitLink failed to compile {name} for {arch}: {first}"
+            if reason := ptxas_limit(log):
+                raise ResourceLimitError(message, reason, log) from None
+            raise BuildError(message, log) from None
         cubin = bytearray(nvjitlink.get_linked_cubin_size(handle))
         nvjitlink.get_linked_cubin(handle, cubin)
         log = _jitlink_log(nvjitlink.get_info_log_size, nvjitlink.get_info_log, handle)

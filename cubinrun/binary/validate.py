@@ -12,8 +12,9 @@ once a device is open, gpu/kernel.py).
 from __future__ import annotations
 
 from ..dtypes import SCALAR_TYPES
-from ..errors import SpecError
-from ..limits import SHARED_OPTIN_BY_SM
+from ..errors import LaunchLimitError, SpecError
+from ..limits import (REGISTER_ALLOCATION_UNIT, REGISTERS_PER_BLOCK,
+                      REGISTERS_PER_BLOCK_BY_SM, SHARED_OPTIN_BY_SM)
 from ..plan.make import Plan
 from ..signature import leaf_size
 from .cubin import CubinInfo, KernelInfo
@@ -90,8 +91,8 @@ def check_block(plan: Plan, kernel: KernelInfo) -> None:
         limit = kernel.max_threads[0] * kernel.max_threads[1] * kernel.max_threads[2]
         threads = block[0] * block[1] * block[2]
         if threads > limit:
-            raise SpecError(f"{threads} threads per block exceed {kernel.name}'s "
-                            f"__launch_bounds__ of {limit}", field="block")
+            raise LaunchLimitError(f"{threads} threads per block exceed {kernel.name}'s "
+                                   f"__launch_bounds__ of {limit}", field="block")
 
 
 def check_cluster(plan: Plan, kernel: KernelInfo) -> None:
@@ -113,9 +114,28 @@ def check_shared(plan: Plan, kernel: KernelInfo, sm: int, arch: str) -> None:
     limit = SHARED_OPTIN_BY_SM.get(sm)
     shared = plan.spec.launch.shared
     if limit is not None and shared + kernel.shared_static > limit:
-        raise SpecError(f"{shared} bytes of dynamic shared memory exceed what {arch} allows a "
-                        f"block: {limit} bytes, less {kernel.shared_static} static in "
-                        f"{kernel.name}", field="launch.shared")
+        raise LaunchLimitError(f"{shared} bytes of dynamic shared memory exceed what {arch} "
+                               f"allows a block: {limit} bytes, less {kernel.shared_static} "
+                               f"static in {kernel.name}", field="launch.shared")
+
+
+def check_registers(plan: Plan, kernel: KernelInfo, sm: int) -> None:
+    """The block's registers against the block's register file, as the driver
+    counts them (each warp's registers in units of 256): a kernel's register use
+    lowers the threads a block may have, which a sweep over block sizes meets
+    as a launch that fails for lack of resources; found here, without a GPU."""
+    if not kernel.registers:
+        return
+    block = plan.spec.block
+    threads = block[0] * block[1] * block[2]
+    per_warp = -(-kernel.registers * 32 // REGISTER_ALLOCATION_UNIT) * REGISTER_ALLOCATION_UNIT
+    need = -(-threads // 32) * per_warp
+    limit = REGISTERS_PER_BLOCK_BY_SM.get(sm, REGISTERS_PER_BLOCK)
+    if need > limit:
+        most = limit // per_warp * 32
+        raise LaunchLimitError(f"{threads} threads per block exceed the {most} that "
+                               f"{kernel.name}'s {kernel.registers} registers per thread allow "
+                               f"({limit} per block)", field="block")
 
 
 def validate(plan: Plan, info: CubinInfo, kernel: KernelInfo,
@@ -128,6 +148,7 @@ def validate(plan: Plan, info: CubinInfo, kernel: KernelInfo,
     check_cluster(plan, kernel)
     arch = device_arch or info.arch
     check_shared(plan, kernel, _sm_of(arch), arch)
+    check_registers(plan, kernel, _sm_of(arch))
 
 
 def _sm_of(arch: str) -> int:

@@ -145,6 +145,9 @@ def one_run(spec_path: str, overrides: tuple[str, ...], device: int | None):
     task = tasks[0]
     if task.error is not None:
         raise task.error
+    if len(tasks) == 1 and task.skipped is not None:
+        raise UsageError(f"{spec_path}: the point fails the constraint {task.skipped}: "
+                         f"pick another with --set")
     if len(tasks) > 1:
         raise UsageError(f"{spec_path}: its sweep has {len(tasks)} points and this command runs "
                          f"one: pick it with --set (e.g. {point_text(task.point)})")

@@ -60,6 +60,7 @@ class LaunchArgs:
     workers_per_gpu: int = 1
     mixed_devices: bool = False
     ray: str | None = None
+    constraints: tuple[str, ...] = ()       # --constraint: expressions over vars
 
     @property
     def spread(self) -> bool:
@@ -92,7 +93,12 @@ def optional_address(args: list[str]) -> list[str]:
 @set_option
 @click.option("--axis", "axes", multiple=True, metavar="AXIS",
               help="Sweep a var, nvbench's grammar: 'N=[1024,4096]', 'N=[2:8:2]', "
-              "'N[pow2]=[16:28:2]' (repeatable; replaces a spec's axis of that name).")
+              "'N[pow2]=[16:28:2]', 'K=[name1,name2]' (repeatable; replaces a spec's axis of "
+              "that name).")
+@click.option("--constraint", "constraints", multiple=True, metavar="EXPR",
+              help="Run only the sweep's points where EXPR over vars is true, e.g. "
+              "'BX * BY <= 1024' (repeatable; added to the spec's constraints). Others are "
+              "listed as skipped.")
 @device_option
 @json_option
 @click.option("--dry-run", is_flag=True,
@@ -147,7 +153,7 @@ def optional_address(args: list[str]) -> list[str]:
 @click.option("--ray", "ray", metavar="[ADDRESS]", help="Run on Ray actors holding a GPU "
               "each: an existing cluster (auto, HOST:PORT, ray://HOST:PORT) or, without "
               "ADDRESS, a local one started for the command (needs cubinrun[ray]).")
-def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no_bench,
+def launch(specs, overrides, axes, constraints, device, as_json, dry_run, warmup, rep, l2, no_bench,
            raw_events, arch, props_file, fail_fast, jsonl, csv_path, markdown, junit, samples,
            plot, baseline, threshold, ignore_device, no_guard, repeat, sanitize, devices,
            workers_per_gpu, mixed_devices, ray):
@@ -160,7 +166,8 @@ def launch(specs, overrides, axes, device, as_json, dry_run, warmup, rep, l2, no
                       no_bench, raw_events, arch, fail_fast, jsonl, csv_path, markdown, junit,
                       samples, plot, baseline, threshold, ignore_device, props_file,
                       guard=not no_guard, repeat=repeat, sanitize=sanitize, devices=devices,
-                      workers_per_gpu=workers_per_gpu, mixed_devices=mixed_devices, ray=ray)
+                      workers_per_gpu=workers_per_gpu, mixed_devices=mixed_devices, ray=ray,
+                      constraints=constraints)
     _launch(args)
 
 
@@ -171,7 +178,7 @@ def _launch(args: LaunchArgs) -> None:
     _check_numbers(args)
     _check_spread(args)
     baseline = _read_baseline(args)
-    tasks = expand(args.specs, parse_overrides(args.overrides), args.axes)
+    tasks = expand(args.specs, parse_overrides(args.overrides), args.axes, args.constraints)
     if args.dry_run:
         return _dry_run(tasks, args)
     sys.exit(_run(tasks, args, baseline))
@@ -249,7 +256,7 @@ def _executor(tasks, args: LaunchArgs, options):
     """Who runs the tasks: this process (one run), a worker process, workers on
     --devices, or Ray actors."""
     from ..runs.executor import InlineExecutor, ProcessExecutor
-    runnable = sum(1 for t in tasks if t.error is None)
+    runnable = sum(1 for t in tasks if t.runnable)
     if args.ray is not None:
         from ..runs.ray_backend import RayExecutor
         return RayExecutor(options, args.ray, args.workers_per_gpu, args.mixed_devices,
@@ -374,7 +381,7 @@ def _write_outputs(records, results, exit_code, not_run, wall_s, args: LaunchArg
         render_result(records[0].live, console())
         if records[0].compare:
             _print_comparison(records[0].compare)
-    elif not single or args.spread:
+    elif not single or args.spread or records[0].outcome:
         render_summary(results, summary, wide_console())
 
 
@@ -397,7 +404,7 @@ def _print_comparison(compare: dict) -> None:
 def _dry_run(tasks, args: LaunchArgs) -> None:
     from ..pipeline.prepare import dry_run
     from .report import print_json, render_plan
-    if len(tasks) == 1:
+    if len(tasks) == 1 and tasks[0].skipped is None:
         task = tasks[0]
         if task.error is not None:
             raise task.error
@@ -410,6 +417,11 @@ def _dry_run(tasks, args: LaunchArgs) -> None:
     sys.exit(_dry_run_many(tasks, args))
 
 
+# A dry run's table longer than this is printed as plain columns: rich measures
+# every row (2 ms each), which made the table most of a big sweep's dry run.
+RICH_TABLE_ROWS = 1000
+
+
 def _dry_run_many(tasks, args: LaunchArgs) -> int:
     """Every spec and point validated without a GPU: a table (or JSON) and the
     most severe exit code, so CI on a CPU machine checks a whole folder."""
@@ -418,13 +430,21 @@ def _dry_run_many(tasks, args: LaunchArgs) -> int:
     from .report import print_json
     from ..runs.outcome import RunRecord, most_severe
     from ..text import dims
+    from ..binary.load import Binaries
     rows, documents, codes = [], [], []
     device = _dry_device(args)
+    binaries = Binaries()               # a sweep's points read and parse their binary once
     for task in tasks:
+        if task.skipped is not None:
+            record = RunRecord.not_run(task)
+            codes.append(record.exit_code)
+            documents.append(record.to_json())
+            rows.append((task.spec, _point(task), "", "", "", f"skipped: {task.skipped}"))
+            continue
         try:
             if task.error is not None:
                 raise task.error
-            prepared = dry_run(task.spec, task.overrides, device, args.arch)
+            prepared = dry_run(task.spec, task.overrides, device, args.arch, binaries.load)
         except CubinrunError as error:
             record = RunRecord.failed(task, error)
             codes.append(record.exit_code)
@@ -433,9 +453,9 @@ def _dry_run_many(tasks, args: LaunchArgs) -> int:
             rows.append((task.spec, _point(task), "", "", "", record.status))
             continue
         codes.append(0)
-        plan = prepared.to_json()
+        # the plan only where it is printed: 100,000 of them held 700 MB
         documents.append({"spec": task.spec, "point": dict(task.point), "exit_code": 0,
-                          "status": "ok", "plan": plan})
+                          "status": "ok", **({"plan": prepared.to_json()} if args.as_json else {})})
         spec = prepared.plan.spec
         rows.append((task.spec, _point(task), prepared.kernel_name, dims(spec.grid),
                      dims(spec.block), "ok"))
@@ -443,16 +463,27 @@ def _dry_run_many(tasks, args: LaunchArgs) -> int:
     if args.as_json:
         print_json({"results": documents, "summary": {"runs": len(tasks), "exit_code": exit_code}})
     else:
-        from rich.markup import escape
-        from rich.table import Table
-        table = Table(show_edge=False, pad_edge=False)
-        for column in ("spec", "point", "kernel", "grid", "block", "status"):
-            table.add_column(column)
-        for row in rows:
-            table.add_row(*(escape(str(c)) for c in row))
+        header = ("spec", "point", "kernel", "grid", "block", "status")
         out = wide_console()
-        out.print(table)
-        out.print(f"{len(tasks)} runs planned, {codes.count(0)} ok; exit {exit_code}")
+        if len(rows) > RICH_TABLE_ROWS:
+            from ..text import plain_table
+            out.file.write(plain_table(header, rows) + "\n")
+        else:
+            from rich.markup import escape
+            from rich.table import Table
+            table = Table(show_edge=False, pad_edge=False)
+            for column in header:
+                table.add_column(column)
+            for row in rows:
+                table.add_row(*(escape(str(c)) for c in row))
+            out.print(table)
+        skipped = sum(1 for d in documents if d["status"] == "skipped")
+        invalid = sum(1 for d in documents if d["status"] == "invalid")
+        ok = sum(1 for d in documents if d["status"] == "ok")
+        out.print(f"{len(tasks)} runs planned, {ok} ok"
+                  + (f", {skipped} skipped by constraints" if skipped else "")
+                  + (f", {invalid} invalid" if invalid else "")
+                  + f"; exit {exit_code}")
     return exit_code
 
 

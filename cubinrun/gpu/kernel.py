@@ -3,14 +3,15 @@
 The driver is the authority on what a loaded function needs: its registers,
 static shared memory and maximum block size. Dynamic shared memory above the
 default 48 KiB needs an explicit opt-in, granted up to the device's limit
-minus the static part; over it is the user's error, named by its field.
+minus the static part; over it is the user's error, named by its field. These
+limits are LaunchLimitErrors: in a sweep such a point is `invalid`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from . import driver
-from ..errors import SpecError
+from ..errors import LaunchLimitError
 from ..plan.make import Plan
 
 DEFAULT_SHARED_LIMIT = 48 * 1024
@@ -58,8 +59,9 @@ def _check_block(kernel: LoadedKernel, plan: Plan) -> None:
     threads = plan.spec.block[0] * plan.spec.block[1] * plan.spec.block[2]
     limit = kernel.attributes["max_threads"]
     if threads > limit:
-        raise SpecError(f"{threads} threads per block exceed {kernel.name}'s maximum of {limit} "
-                        "(set by __launch_bounds__ or its register use)", field="block")
+        raise LaunchLimitError(f"{threads} threads per block exceed {kernel.name}'s maximum of "
+                               f"{limit} (set by __launch_bounds__ or its register use)",
+                               field="block")
 
 
 def _allow_shared(kernel: LoadedKernel, device: driver.Device, plan: Plan) -> None:
@@ -67,9 +69,9 @@ def _allow_shared(kernel: LoadedKernel, device: driver.Device, plan: Plan) -> No
     static = kernel.attributes["shared_static"]
     optin = driver.device_attribute(device.handle, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
     if shared + static > optin:
-        raise SpecError(f"{shared} bytes of dynamic shared memory exceed the limit of "
-                        f"{optin - static} on {device.name} ({optin} per block minus "
-                        f"{static} static in {kernel.name})", field="launch.shared")
+        raise LaunchLimitError(f"{shared} bytes of dynamic shared memory exceed the limit of "
+                               f"{optin - static} on {device.name} ({optin} per block minus "
+                               f"{static} static in {kernel.name})", field="launch.shared")
     if shared + static > DEFAULT_SHARED_LIMIT:
         driver.set_function_attribute(kernel.function, "MAX_DYNAMIC_SHARED_SIZE_BYTES", shared,
                                       context=f"{kernel.name}, {shared} bytes")
@@ -91,6 +93,6 @@ def _check_cooperative(kernel: LoadedKernel, device: driver.Device, plan: Plan) 
                          block[0] * block[1] * block[2], plan.spec.launch.shared)
     sms = driver.device_attribute(device.handle, "MULTIPROCESSOR_COUNT")
     if plan.ctas > per_sm * sms:
-        raise SpecError(f"a cooperative launch of {plan.ctas} CTAs exceeds the {per_sm * sms} "
-                        f"that fit on {device.name} at once ({per_sm} per SM x {sms} SMs)",
-                        field="grid")
+        raise LaunchLimitError(f"a cooperative launch of {plan.ctas} CTAs exceeds the "
+                               f"{per_sm * sms} that fit on {device.name} at once ({per_sm} per "
+                               f"SM x {sms} SMs)", field="grid")

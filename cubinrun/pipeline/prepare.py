@@ -76,9 +76,10 @@ def prepare(plan: Plan, device=None, arch: str | None = None, load=None,
 
 
 def dry_run(path: str | Path, overrides: Mapping[str, str], device: DeviceValues,
-            arch: str | None) -> Prepared:
-    """Everything `launch --dry-run` does for one spec at one point."""
-    return prepare(plan_spec(path, overrides, device), arch=arch)
+            arch: str | None, load=None) -> Prepared:
+    """Everything `launch --dry-run` does for one spec at one point; `load` as
+    prepare's (binary.load.Binaries().load: a sweep reads its binary once)."""
+    return prepare(plan_spec(path, overrides, device), arch=arch, load=load)
 
 
 def needs_device_target(spec: Spec) -> bool:

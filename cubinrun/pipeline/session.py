@@ -49,7 +49,8 @@ class Session:
         self.device = device
         self._stream: int | None = None
         self._timing = None
-        self._binaries: dict[tuple, Any] = {}
+        from ..binary.load import Binaries
+        self._binaries = Binaries()
         self._modules: dict[bytes, Any] = {}
         self._staging = None
 
@@ -66,18 +67,8 @@ class Session:
         return self._timing
 
     def load_binary(self, spec: Spec, arch: str | None):
-        """binary.load_binary, once per kernel file (as it is now), kind, options and arch."""
-        from ..binary.load import load_binary
-        kernel = spec.kernel
-        try:
-            stat = kernel.path.stat()
-            version = (stat.st_mtime_ns, stat.st_size)
-        except OSError:
-            version = None                  # load_binary says what is wrong
-        key = (kernel.kind, str(kernel.path), version, kernel.name, kernel.options, arch)
-        if version is None or key not in self._binaries:
-            self._binaries[key] = load_binary(spec, arch)
-        return self._binaries[key]
+        """binary.load_binary, once per kernel (binary.load.Binaries)."""
+        return self._binaries.load(spec, arch)
 
     def staging(self, largest: int):
         """Pinned staging slots big enough for buffers of `largest` bytes, kept from

@@ -27,7 +27,8 @@ def render_summary(results: list[dict], summary: dict, console) -> None:
     for position, result in enumerate(results):
         flat = row(result)
         status = flat["status"]
-        style = "" if status == "ok" else "red"
+        style = "" if status == "ok" else "dim" if status == "skipped" else \
+            "yellow" if result.get("exit_code") == 0 else "red"
         cells = [escape(flat["spec"]), escape(flat["point"]), number(flat["median_us"]),
                  f"{number(flat['throughput'])} {flat['unit']}".strip(),
                  percent(flat["peak_fraction"]), flat["check"],

@@ -133,6 +133,11 @@ def _verdict_text(compare: dict | None) -> str:
     return compare["verdict"] + (f" ({ratio:.3f}x)" if ratio is not None else "")
 
 
+def _not_run(result: dict) -> bool:
+    """A sweep's point that fails a constraint, or is invalid with `sweep_invalid: skip`."""
+    return result.get("exit_code") == 0 and result.get("status") in ("skipped", "invalid")
+
+
 def _md(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -141,11 +146,12 @@ def junit_text(results: list[dict], summary: dict) -> str:
     import xml.etree.ElementTree as ET
     failures = sum(1 for r in results if r.get("exit_code") in (1, 5))
     errors = sum(1 for r in results if r.get("exit_code") in (2, 3, 4))
+    skipped = sum(1 for r in results if _not_run(r))
     total_time = sum(r.get("wall_s") or 0.0 for r in results)
     suites = ET.Element("testsuites", name="cubinrun", tests=str(len(results)),
                         failures=str(failures), errors=str(errors), time=f"{total_time:.3f}")
     suite = ET.SubElement(suites, "testsuite", name="cubinrun", tests=str(len(results)),
-                          failures=str(failures), errors=str(errors), skipped="0",
+                          failures=str(failures), errors=str(errors), skipped=str(skipped),
                           time=f"{total_time:.3f}")
     for result in results:
         flat = row(result)
@@ -174,6 +180,10 @@ def junit_text(results: list[dict], summary: dict) -> str:
             ET.SubElement(case, "failure", type="regression",
                           message=f"slower than the baseline: {_verdict_text(compare)} "
                                   f"{compare.get('reason') or ''}".strip())
+        elif _not_run(result):
+            reason = (f"constraint {result['constraint']}" if result.get("constraint")
+                      else (result.get("error") or {}).get("message"))
+            ET.SubElement(case, "skipped", message=f"{result['status']}: {reason}")
         elif code in (2, 3, 4):
             error = result.get("error") or {}
             ET.SubElement(case, "error", type=str(error.get("type")),

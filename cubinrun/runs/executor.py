@@ -203,11 +203,11 @@ class ProcessExecutor:
         order = [t.index for t in pending]
         position = 0
         while position < len(order):
-            while pending and pending[0].error is not None:   # nothing to run: no worker needed
+            while pending and not pending[0].runnable:    # nothing to run: no worker needed
                 task = pending.popleft()
-                done[task.index] = RunRecord.failed(task, task.error)
+                done[task.index] = RunRecord.not_run(task)
             for slot, worker in enumerate(self.workers):
-                if pending and pending[0].error is None and (worker is None or worker.task is None):
+                if pending and pending[0].runnable and (worker is None or worker.task is None):
                     if worker is None or not worker.alive:
                         worker = self.workers[slot] = self._start(self.placements[slot])
                     worker.send(pending.popleft())

@@ -8,7 +8,8 @@ problem with one spec (its YAML, its sweep) becomes that spec's run, failed
 with its error, so the other specs still run and the report shows it.
 
 `--set` on a swept var pins it: the axis collapses to that one value. An axis
-must name a var of the spec, as `--set` must.
+must name a var of the spec, as `--set` must. Constraints (the spec's and
+`--constraint`) mark the points that do not run: runs/space.py.
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import CubinrunError, SpecError, UsageError
-from .axes import Axis, AxisError, Number, cli_axis, override_text, points, spec_axis, spec_error
+from .axes import AxisError, Value, cli_axis
+from .space import parse_cli_constraints, point_overrides, sweep_space
 
 
 @dataclass(frozen=True)
@@ -25,17 +27,27 @@ class RunTask:
     """One run: a spec file at one point of its sweep."""
     index: int
     spec: str                                   # the path as given or found in a folder
-    point: dict[str, Number] = field(default_factory=dict)     # the swept vars
+    point: dict[str, Value] = field(default_factory=dict)      # the swept vars
     overrides: dict[str, str] = field(default_factory=dict)    # --set and the point
     pow2: tuple[str, ...] = ()                  # swept vars whose axis is pow2
     error: CubinrunError | None = None          # found while expanding: the run's outcome
+    skipped: str | None = None                  # the constraint the point fails: not run
+    invalid_skip: bool = False                  # `sweep_invalid: skip`
 
     @property
     def label(self) -> str:
         return self.spec + (f" [{point_text(self.point)}]" if self.point else "")
 
+    @property
+    def runnable(self) -> bool:
+        return self.error is None and self.skipped is None
 
-def point_text(point: dict[str, Number]) -> str:
+    @property
+    def in_sweep(self) -> bool:
+        return bool(self.point)
+
+
+def point_text(point: dict[str, Value]) -> str:
     return ", ".join(f"{k}={v}" for k, v in point.items())
 
 
@@ -57,10 +69,12 @@ def spec_files(paths: Sequence[str]) -> list[str]:
 
 
 def expand(paths: Sequence[str], overrides: dict[str, str],
-           axis_texts: Sequence[str] = ()) -> list[RunTask]:
+           axis_texts: Sequence[str] = (), constraint_texts: Sequence[str] = ()) -> list[RunTask]:
     """The runs of a command line, in order: specs in order, each spec's points in
-    order (the first axis outermost)."""
+    order (the first axis outermost); a point that fails a constraint is a
+    skipped task."""
     cli_axes = [cli_axis(text) for text in axis_texts]
+    parse_cli_constraints(constraint_texts)     # a bad one ends the command (exit 2)
     names = [a.name for a in cli_axes]
     if len(set(names)) != len(names):
         raise UsageError(f"--axis {next(n for n in names if names.count(n) > 1)} is given twice")
@@ -70,8 +84,8 @@ def expand(paths: Sequence[str], overrides: dict[str, str],
     tasks: list[RunTask] = []
     for spec in spec_files(paths):
         try:
-            axes = spec_axes(spec, cli_axes, overrides)
-            spec_points = points(axes)
+            space = sweep_space(spec, overrides, cli_axes, constraint_texts)
+            spec_points = [(p.values, p.failed) for p in space.points()]
         except AxisError as exc:
             tasks.append(RunTask(len(tasks), spec, overrides=dict(overrides),
                                  error=SpecError(str(exc), file=spec)))
@@ -81,40 +95,8 @@ def expand(paths: Sequence[str], overrides: dict[str, str],
                 exc.located(file=spec)
             tasks.append(RunTask(len(tasks), spec, overrides=dict(overrides), error=exc))
             continue
-        pow2 = tuple(a.name for a in axes if a.pow2)
-        for point in spec_points:
-            merged = {**overrides, **{k: override_text(v) for k, v in point.items()}}
-            tasks.append(RunTask(len(tasks), spec, point, merged, pow2))
+        for values, failed in spec_points:
+            tasks.append(RunTask(len(tasks), spec, values, point_overrides(overrides, values),
+                                 space.pow2, skipped=failed.text if failed else None,
+                                 invalid_skip=space.invalid_skip))
     return tasks
-
-
-def spec_axes(spec: str, cli_axes: list[Axis], overrides: dict[str, str]) -> list[Axis]:
-    """The spec's sweep, with the command line's axes replacing or added, and
-    --set pinning swept vars. Raises SpecError for the spec's own mistakes."""
-    from ..specfile.yamlload import load_yaml_file
-    tree = load_yaml_file(Path(spec))
-    if not isinstance(tree, dict):
-        return []                               # the loader says what is wrong
-    var_node = tree.get("vars")
-    var_names = [str(v) for v in var_node] if isinstance(var_node, dict) else []
-    sweep = tree.get("sweep")
-    axes: dict[str, Axis] = {}
-    if sweep is not None:
-        if not isinstance(sweep, dict) or not sweep:
-            raise SpecError("must be a mapping of var name to values", field="sweep",
-                            line=tree.line_of("sweep"))
-        for name, node in sweep.items():
-            if name not in var_names:
-                raise SpecError(f"an axis must name a var (vars: "
-                                f"{', '.join(var_names) or 'none'})",
-                                field=f"sweep.{name}", line=sweep.line_of(name))
-            try:
-                axes[name] = spec_axis(name, node)
-            except AxisError as exc:
-                raise spec_error(name, exc, sweep) from None
-    for axis in cli_axes:
-        if axis.name not in var_names:
-            raise SpecError(f"--axis {axis.name}: no such var (vars: "
-                            f"{', '.join(var_names) or 'none'})")
-        axes[axis.name] = axis
-    return [a for name, a in axes.items() if name not in overrides]

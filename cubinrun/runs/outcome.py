@@ -5,6 +5,11 @@ The exit code is the most severe of all runs: a CUDA error (4) over a build
 error (3) over a spec error (2) over a failed check (1) over a regression
 (5) over success (0). A regression ranks below anything worse than
 success: a wrong result is worse than a slow one, so 1 outranks 5.
+
+Two outcomes of a sweep's point are not failures (SPEC section 5): `skipped`
+(it fails a constraint, so it never runs; exit 0) and `invalid` (its build or
+load hit a resource limit of the kernel; exit 3, or 0 with `sweep_invalid:
+skip`).
 """
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..errors import (EXIT_BUILD, EXIT_CHECK_FAILED, EXIT_CUDA, EXIT_OK, EXIT_REGRESSION,
-                      EXIT_USAGE, BuildError, CubinrunError, CudaError)
+                      EXIT_USAGE, BuildError, CubinrunError, CudaError, invalid_reason)
 from .expand import RunTask, point_text
 
 SEVERITY = (EXIT_OK, EXIT_REGRESSION, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_BUILD, EXIT_CUDA)
@@ -49,25 +54,45 @@ class RunRecord:
     device: dict | None = None          # the worker's device tag (several workers or Ray)
     live: Any = field(default=None, repr=False)        # same process only: the RunResult
     exception: BaseException | None = field(default=None, repr=False)   # same process only
+    outcome: str | None = None          # "skipped" or "invalid" (a sweep's point); else None
 
     @classmethod
     def failed(cls, task: RunTask, error: BaseException, wall_s: float = 0.0) -> "RunRecord":
+        """The record of a run that ended with `error`: in a sweep, a resource
+        limit of the kernel makes the point `invalid`."""
         code = error.exit_code if isinstance(error, CubinrunError) else EXIT_CUDA
         message = str(error) if isinstance(error, CubinrunError) else \
             f"internal error: {type(error).__name__}: {error}"
-        return cls(task, code, error=message, error_type=error_type(error),
-                   log=getattr(error, "log", "") or "", wall_s=wall_s, exception=error)
+        record = cls(task, code, error=message, error_type=error_type(error),
+                     log=getattr(error, "log", "") or "", wall_s=wall_s, exception=error)
+        reason = invalid_reason(error)
+        if reason is not None and task.in_sweep:
+            record.outcome, record.error_type, record.error = "invalid", "invalid", reason
+            record.exit_code = EXIT_OK if task.invalid_skip else EXIT_BUILD     # SPEC section 5
+            if task.invalid_skip:
+                record.exception = None
+        return record
+
+    @classmethod
+    def not_run(cls, task: RunTask) -> "RunRecord":
+        """The record of a task that is not run: its expansion failed, or it
+        fails a constraint."""
+        if task.error is not None:
+            return cls.failed(task, task.error)
+        return cls(task, EXIT_OK, outcome="skipped")
 
     @property
     def status(self) -> str:
-        return STATUS.get(self.exit_code, f"exit {self.exit_code}")
+        return self.outcome or STATUS.get(self.exit_code, f"exit {self.exit_code}")
 
     def error_line(self) -> str:
-        """`error: ...` naming the run once (a spec error already starts with its file)."""
+        """`error: ...` (`invalid: ...` for an invalid point) naming the run once (a
+        spec error already starts with its file)."""
         task = self.task
+        word = "invalid" if self.outcome == "invalid" else "error"
         if self.error and self.error.startswith(task.spec):
-            return f"error: {self.error}" + (f" (at {point_text(task.point)})" if task.point else "")
-        return f"error: {task.label}: {self.error}"
+            return f"{word}: {self.error}" + (f" (at {point_text(task.point)})" if task.point else "")
+        return f"{word}: {task.label}: {self.error}"
 
     def portable(self) -> "RunRecord":
         """This record without what cannot leave the process."""
@@ -88,6 +113,8 @@ class RunRecord:
             "error": ({"type": self.error_type, "message": self.error} if self.error else None),
             "wall_s": round(self.wall_s, 4),
         })
+        if self.task.skipped is not None:
+            document["constraint"] = self.task.skipped
         if self.task.pow2:
             document["pow2"] = list(self.task.pow2)
         if self.compare is not None:

@@ -268,11 +268,11 @@ class RayExecutor:
         saved: dict[int, dict] = {}             # written in input order, as locally
         position = 0
         while position < len(order):
-            while pending and pending[0].error is not None:
+            while pending and not pending[0].runnable:
                 task = pending.popleft()
-                done[task.index] = RunRecord.failed(task, task.error)
+                done[task.index] = RunRecord.not_run(task)
             for actor in self.actors:
-                if pending and pending[0].error is None and actor.ready is None \
+                if pending and pending[0].runnable and actor.ready is None \
                         and actor.task is None:
                     self._send(actor, pending.popleft())
             busy = [a for a in self.actors if a.task is not None]

@@ -49,8 +49,8 @@ class SanitizerExecutor:
         from ..debug.sanitizer import run_sanitizer
         from ..debug.tools import cubinrun_command
         started = time.perf_counter()
-        if task.error is not None:
-            return RunRecord.failed(task, task.error)
+        if not task.runnable:
+            return RunRecord.not_run(task)
         try:
             kernel = self._kernel_name(task)
             program = cubinrun_command(task.spec, [f"{k}={v}" for k, v in task.overrides.items()],

@@ -53,8 +53,8 @@ class Runner:
 
     def execute(self, task: RunTask) -> RunRecord:
         started = time.perf_counter()
-        if task.error is not None:
-            return RunRecord.failed(task, task.error)
+        if not task.runnable:
+            return RunRecord.not_run(task)
         try:
             result = self._run(task)
         except CubinrunError as error:

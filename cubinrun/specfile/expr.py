@@ -2,7 +2,9 @@
 
 Grammar (docs/spec.md): numbers, names (vars, scalar args and, in `check.expect`,
 buffer args as NumPy arrays), `+ - * / // % **`, unary `+ -`, parentheses,
-comparisons, and the calls `cdiv min max abs next_pow2 log2`; in
+comparisons, `and` / `or` / `not`, string literals (`K == 'transposeNaive'`:
+a string only compares with `==` and `!=`, for string-valued sweep axes), and
+the calls `cdiv min max abs next_pow2 log2`; in
 `check.expect` also `sqrt exp log sin cos tanh where abs maximum minimum`.
 A tuple argument's elements are named like `t[0]` (`t[1][0]` when nested),
 so a subscript with a constant index is part of a name. No attributes, other
@@ -29,6 +31,7 @@ stack on `1+1+...` or deep parentheses.
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import operator
 from dataclasses import dataclass, field
@@ -104,7 +107,7 @@ _BINARY = {
     ast.Mod: operator.mod, ast.Pow: operator.pow,
 }
 _ARRAY_BINARY = {**_BINARY, ast.MatMult: operator.matmul}
-_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg, ast.Not: operator.not_}
 _COMPARE = {
     ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
     ast.GtE: operator.ge, ast.Eq: operator.eq, ast.NotEq: operator.ne,
@@ -189,7 +192,21 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def parse_expr(value: Any, *, arrays: bool = False) -> Expr:
-    """Parse a YAML value (number or string) into an Expr; SpecError if not allowed."""
+    """Parse a YAML value (number or string) into an Expr; SpecError if not allowed.
+
+    An Expr is immutable, so the same text parses once per process: a sweep
+    loads its spec once per point, and parsing dominated a dry run's points."""
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        return _parse_cached(type(value), value, arrays)
+    return _parse(value, arrays)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cached(kind: type, value: Any, arrays: bool) -> Expr:
+    return _parse(value, arrays)        # `kind` keeps 1, 1.0 and True apart
+
+
+def _parse(value: Any, arrays: bool) -> Expr:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise SpecError(f"expected a number or an expression, got {excerpt(value)}")
     if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
@@ -203,6 +220,14 @@ def parse_expr(value: Any, *, arrays: bool = False) -> Expr:
                         f"{excerpt(source)}")
     if "\0" in source:
         raise SpecError(f"invalid expression {excerpt(source)}: it holds a NUL character")
+    if source.isascii() and source.isdigit() and len(source) <= 80 and \
+            (source == "0" or source[0] != "0"):
+        # A plain integer, as each point of a sweep sets its vars: built without
+        # ast.parse, which was a tenth of a point's spec load. Anything else
+        # (0123, a huge number) takes the parser's path and its errors.
+        number = int(source)
+        if number.bit_length() <= MAX_INT_BITS:
+            return Expr(source, ast.Expression(body=ast.Constant(number)), frozenset(), arrays)
     try:
         tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as exc:
@@ -240,8 +265,9 @@ def _check_tree(node: ast.AST, source: str, functions: frozenset[str],
     def visit(n: ast.AST) -> None:
         nonlocal whole
         if isinstance(n, ast.Constant):
-            if isinstance(n.value, bool) or not isinstance(n.value, (int, float)):
-                raise SpecError(f"only numbers are allowed as literals in {excerpt(source)}")
+            if isinstance(n.value, bool) or not isinstance(n.value, (int, float, str)):
+                raise SpecError(f"only numbers and strings are allowed as literals in "
+                                f"{excerpt(source)}")
             if isinstance(n.value, int) and n.value.bit_length() > MAX_INT_BITS:
                 raise SpecError(f"integer literal exceeds {MAX_INT_BITS} bits in "
                                 f"{excerpt(source)}")
@@ -272,6 +298,9 @@ def _check_tree(node: ast.AST, source: str, functions: frozenset[str],
             visit(n.right)
         elif isinstance(n, ast.UnaryOp) and type(n.op) in _UNARY:
             visit(n.operand)
+        elif isinstance(n, ast.BoolOp):
+            for v in n.values:
+                visit(v)
         elif isinstance(n, ast.Compare) and all(type(op) in _COMPARE for op in n.ops):
             visit(n.left)
             for c in n.comparators:
@@ -294,8 +323,8 @@ def _check_tree(node: ast.AST, source: str, functions: frozenset[str],
                 visit(a)
         else:
             raise SpecError(f"{type(n).__name__} is not allowed in {excerpt(source)} "
-                            "(only numbers, names, tuple elements like t[0], arithmetic, "
-                            "comparisons and the listed functions)")
+                            "(only numbers, strings, names, tuple elements like t[0], "
+                            "arithmetic, comparisons, and/or/not and the listed functions)")
 
     def visit_whole_call(n: ast.Call) -> None:
         name = n.func.id
@@ -403,6 +432,7 @@ class _Evaluator:
             return _transpose(self.visit(n.value))
         if isinstance(n, ast.BinOp):
             left, right = self.visit(n.left), self.visit(n.right)
+            _no_strings(n, left, right)
             if isinstance(n.op, ast.MatMult):
                 return _matmul(left, right)
             if isinstance(n.op, ast.Pow):
@@ -412,7 +442,16 @@ class _Evaluator:
             return _capped(_BINARY[type(n.op)](left, right))
         if isinstance(n, ast.UnaryOp):
             operand = self.visit(n.operand)
+            if not isinstance(n.op, ast.Not):
+                _no_strings(n, operand)
             return operand if isinstance(operand, Shaped) else _UNARY[type(n.op)](operand)
+        if isinstance(n, ast.BoolOp):
+            # Python's short circuit, but always a truth value (never an operand)
+            want = isinstance(n.op, ast.Or)
+            for v in n.values:
+                if bool(self.visit(v)) == want:
+                    return want
+            return not want
         if isinstance(n, ast.Compare):
             left = self.visit(n.left)
             values = [left] + [self.visit(c) for c in n.comparators]
@@ -420,6 +459,7 @@ class _Evaluator:
                 return Shaped(broadcast_shapes(*map(_shape, values)))
             result = True
             for op, right in zip(n.ops, values[1:]):
+                _check_string_comparison(op, left, right)
                 here = _COMPARE[type(op)](left, right)
                 result = here if result is True else result & here
                 left = right
@@ -432,6 +472,7 @@ class _Evaluator:
                 raise SpecError(f"{n.func.id}() takes {lo if lo == hi else f'{lo} to {hi}'} "
                                 f"arguments, got {len(n.args)}")
             args = [self.visit(a) for a in n.args]
+            _no_strings(n, *args)
             if any(isinstance(a, Shaped) for a in args):
                 return Shaped(broadcast_shapes(*map(_shape, args)))
             return _capped(fn(*args))
@@ -615,6 +656,28 @@ def _index(x, parts: list):
     if isinstance(x, Shaped):
         return Shaped(tuple(out))
     return x[tuple(parts)]
+
+
+def _no_strings(node: ast.AST, *values) -> None:
+    """Strings (string-valued sweep axes) take part in no arithmetic or call:
+    `K * 3` must not build a string, and `min('a', 'b')` means nothing here."""
+    for value in values:
+        if isinstance(value, str):
+            raise SpecError(f"{excerpt(value)} is a string: strings only compare with == "
+                            f"and != (in {excerpt(ast.unparse(node))})")
+
+
+def _check_string_comparison(op: ast.cmpop, left, right) -> None:
+    if isinstance(left, str) or isinstance(right, str):
+        if not isinstance(op, (ast.Eq, ast.NotEq)):
+            raise SpecError(f"strings only compare with == and !=, not "
+                            f"{_OPERATOR_TEXT.get(type(op), '?')}")
+        if not (isinstance(left, str) and isinstance(right, str)):
+            raise SpecError(f"compares the string {excerpt(left if isinstance(left, str) else right)}"
+                            f" with the number {excerpt(right if isinstance(left, str) else left)}")
+
+
+_OPERATOR_TEXT = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 
 
 def _is_int(x) -> bool:

@@ -51,6 +51,15 @@ def load_spec(path: str | Path, overrides: Mapping[str, str] | None = None,
         raise locate(exc, path, tree) from None
 
 
+def var_values(path: str | Path, tree: Any, overrides: Mapping[str, str]) -> Mapping[str, Any]:
+    """The spec's vars with `overrides` (a sweep point, --set), each resolved on
+    first use, for expressions over vars alone (sweep constraints): no
+    signature, args or device. SpecError (with the var's line) as load_spec."""
+    builder = _SpecBuilder(Path(path), tree, overrides, unavailable())
+    builder.names = _Names(builder, sig.Signature(()))
+    return _LazyEnv(builder.names)
+
+
 def parse_overrides(pairs: Sequence[str]) -> dict[str, str]:
     """`--set NAME=VALUE` strings into a mapping (a usage error when malformed)."""
     out: dict[str, str] = {}
@@ -152,9 +161,10 @@ class _SpecBuilder(SpecContext):
         return KernelRef(kind, path, name, tuple(options), arch)
 
     def fill_template(self, text: Any, field: str, parent: Any, key: Any) -> Any:
-        """`{NAME}` in the kernel's path or options is the var's value, so a sweep can
-        pick among binaries or compile variants. Only vars (and --set) may appear:
-        the kernel is read before the signature that would give scalar args."""
+        """`{NAME}` in the kernel's path, options or signature is the var's value, so
+        a sweep can pick among binaries, compile variants or change a parameter's
+        type with them. Only vars (and --set) may appear: the kernel is read
+        before the signature that would give scalar args."""
         if not isinstance(text, str) or "{" not in text:
             return text
         names = self.names = _Names(self, sig.Signature(()))    # replaced once the signature is known
@@ -165,6 +175,8 @@ class _SpecBuilder(SpecContext):
                 raise self.error(f"{{{var}}} names no var (vars: "
                                  f"{', '.join(names.raw) or 'none'})", field, parent, key)
             number = names.get(var)
+            if isinstance(number, str):         # a string axis (a kernel or type name)
+                return number
             if isinstance(number, int) or float(number).is_integer():
                 return str(int(number))
             return repr(float(number))
@@ -174,7 +186,7 @@ class _SpecBuilder(SpecContext):
         t = self.tree
         if "signature" in t:
             try:
-                return sig.parse_signature(t["signature"])
+                return sig.parse_signature(self.signature_filled(t["signature"]))
             except SpecError as exc:
                 node = t["signature"]
                 key = exc.field.split(".")[1].split("[")[0] if exc.field and "." in exc.field else None
@@ -183,6 +195,18 @@ class _SpecBuilder(SpecContext):
         if self.triton is not None:
             return self.triton.signature
         raise self.error("missing required section 'signature'", "signature", t)
+
+    def signature_filled(self, node: Any) -> Any:
+        """The signature with `{VAR}` in its types replaced (`x: "*{T}"`), before it
+        is parsed: a sweep's -D option may change a parameter's type."""
+        if not isinstance(node, dict) or not any("{" in str(v) for v in node.values()):
+            return node
+
+        def fill(value: Any, field: str, parent: Any, key: Any) -> Any:
+            if isinstance(value, list):
+                return [fill(v, f"{field}[{i}]", parent, key) for i, v in enumerate(value)]
+            return self.fill_template(value, field, parent, key)
+        return {name: fill(value, f"signature.{name}", node, name) for name, value in node.items()}
 
     def constants(self, signature: sig.Signature) -> dict[str, Any]:
         node = self.tree.get("constants", {})
@@ -532,7 +556,14 @@ class _Names:
         if isinstance(value, bool) and field.startswith("vars."):
             raise self.b.error("must be a number or an expression, got a boolean",
                                field, parent, key)
-        return self.b.evaluate(value, field, parent, key)
+        try:
+            return self.b.evaluate(value, field, parent, key)
+        except SpecError as exc:
+            if isinstance(value, str) and value.isidentifier() and value not in self.known() \
+                    and exc.message.startswith("unknown name"):
+                # a string for a string axis's var (`--set K=naive`) is a quoted literal
+                exc.message += f"; a string is quoted: {excerpt(chr(39) + value + chr(39))}"
+            raise
 
     def _scalar(self, name, value, field, parent, key):
         dtype = self.scalar_types[name]

@@ -55,7 +55,9 @@ def _value(kind: str) -> dict:
         "sweep": {"type": "object", "propertyNames": {"pattern": _IDENTIFIER},
                   "additionalProperties": {"anyOf": [
                       {"type": ["number", "string"]},
-                      {"type": "array", "items": {"type": "number"}, "minItems": 1}]}},
+                      {"type": "array", "items": {"type": ["number", "string"]},
+                       "minItems": 1}]}},
+        "constraints": {"type": "array", "items": {"type": "string"}},
     }
     return dict(simple[kind])
 

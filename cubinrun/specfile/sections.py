@@ -61,7 +61,12 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("bench", "section:bench", "Timing budget, L2 state and the work done, for "
             "throughput."),
         Key("sweep", "sweep", "Var name to values: `pow2(16, 28, 2)`, `range(2, 8, 2)`, a list "
-            "or a number."),
+            "of numbers or of strings, or one value."),
+        Key("constraints", "constraints", "Expressions over vars a sweep's point must satisfy "
+            "to run (`BX * BY <= 1024`); other points are skipped."),
+        Key("sweep_invalid", "choice", "A point whose build exceeds a resource limit of the "
+            "kernel is invalid: `error` (exit 3, the default) or `skip` (reported, exit "
+            "unaffected).", choices=("error", "skip")),
     ),
     "kernel": tuple(Key(kind, "path", f"Path to {what}, relative to the spec; `{{NAME}}` is "
                         "a var's value.") for kind, what in _KERNEL_FILES.items()) + (

@@ -21,6 +21,7 @@ document is refused, not expanded) and the digits of its integers.
 """
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -305,9 +306,19 @@ def load_yaml_text(text: str, file: str | None = None):
 
 
 def load_yaml_file(path: Path):
-    from ..files import decode_utf8, read_bounded
+    """The file's tree. The file is read every time, but the same bytes parse
+    once per process: a sweep loads its spec once per point, and parsing was
+    most of a dry run's time per point (3 of its 5 ms). Trees are never
+    modified by their readers, so sharing one is safe."""
+    from ..files import read_bounded
     try:
         data = read_bounded(path, MAX_SPEC_BYTES, "spec")
     except SpecError as exc:         # the message starts with the path: say it once
         raise SpecError(exc.message.removeprefix(f"{path}: "), file=str(path)) from None
-    return load_yaml_text(decode_utf8(data, str(path), "spec"), file=str(path))
+    return _parsed(data, str(path))
+
+
+@functools.lru_cache(maxsize=8)           # at most 8 specs of MAX_SPEC_BYTES held
+def _parsed(data: bytes, file: str):
+    from ..files import decode_utf8
+    return load_yaml_text(decode_utf8(data, file, "spec"), file=file)
