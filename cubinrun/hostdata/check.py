@@ -82,6 +82,9 @@ from ..errors import SpecError
 from .values import CHUNK as BLOCK
 from .values import check_npy, convert_exactly, encode_fp8e4b15_masked, load_npy, to_float64
 from ..specfile.model import BufferArg, Check
+from .reference_arrays import (Box, as_input, box_origin, box_shape, boxes, evaluate,
+                               must_broadcast, upcast)
+from .whole_reference import WholeReference, check_whole, is_whole, reduces
 
 CHUNK = BLOCK       # elements per compared block: the inputs' blocks, so none is drawn twice
 MAX_REPORTED = 8
@@ -151,34 +154,6 @@ def compared_shape(check: Check, shape: tuple[int, ...]) -> tuple[int, ...]:
     return region_shape(list(check.region), tuple(shape))
 
 
-def is_whole(check: Check, inputs: Iterable[str]) -> bool:
-    """Whether the reference is made whole (see the module docstring): a Python
-    reference, or an expression using a whole-array operation or an index of an
-    input (`x[2]`)."""
-    if check.reference is not None or (check.region is not None and check.file is None):
-        return True
-    if check.expect is None:
-        return False
-    names = set(inputs)
-    return check.expect.whole or any("[" in n and n.split("[")[0] in names
-                                     for n in check.expect.names)
-
-
-def reduces(check: Check) -> bool:
-    """Whether the reference sums many terms (its default atol, module docstring)."""
-    import ast
-    if check.reference is not None:
-        return True
-    if check.expect is None:
-        return False
-    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult)
-               or isinstance(n, ast.Call) and getattr(n.func, "id", "") in _SUMS
-               for n in ast.walk(check.expect.tree))
-
-
-_SUMS = ("sum", "mean", "cumsum", "prod")
-
-
 def check_reference(check: Check, output: BufferArg, buffers: Mapping[str, BufferArg],
                     scalars: Mapping[str, int | float]) -> None:
     """What `run_check` would refuse in the reference, found without data (a dry
@@ -193,7 +168,7 @@ def check_reference(check: Check, output: BufferArg, buffers: Mapping[str, Buffe
         check_npy(check.file, shape_checked, f"{field}.file", output.dtype, "the output")
         return
     if is_whole(check, buffers):
-        _check_whole(check, output, buffers, scalars, shape_checked, field)
+        check_whole(check, output, buffers, scalars, shape_checked, field)
         return
     env: dict[str, Any] = dict(scalars)
     for name in check.expect.names:
@@ -202,7 +177,7 @@ def check_reference(check: Check, output: BufferArg, buffers: Mapping[str, Buffe
             host = (np.float64 if b.dtype.kind == "float"
                     else np.uint64 if b.dtype.name == "u64" else np.int64)
             env[name] = np.ones((1,) * len(b.shape), dtype=host)
-    _evaluate(check.expect, env, f"{field}.expect")     # raises for cdiv(x), 1/0, bad names
+    evaluate(check.expect, env, f"{field}.expect")     # raises for cdiv(x), 1/0, bad names
     try:
         shape = result_shape(check.expect, {n: b.shape for n, b in buffers.items()})
         target = np.broadcast_shapes(shape, output.shape)
@@ -212,57 +187,6 @@ def check_reference(check: Check, output: BufferArg, buffers: Mapping[str, Buffe
         shown = "operands that do not broadcast" if shape is None else f"shape {list(shape)}"
         raise SpecError(f"{check.expect.source!r} has {shown}, which does not broadcast to "
                         f"the output's {list(output.shape)}", field=f"{field}.expect")
-
-
-def _check_whole(check: Check, output: BufferArg, buffers: Mapping[str, BufferArg],
-                 scalars: Mapping[str, int | float], shape: tuple[int, ...], field: str) -> None:
-    """A whole reference's shape and memory, from the shapes alone."""
-    whole_output = output.nbytes if check.region is not None or output.section != "args" else 0
-    if check.reference is not None:        # what it returns is known only once it ran
-        need = sum(8 * b.numel for b in buffers.values()) + 8 * math.prod(shape) + whole_output
-        _within_memory(need, f"{check.reference.describe()}'s inputs and result",
-                       f"{field}.reference")
-        return
-    expect = check.expect
-    used = {n: b.shape for n, b in buffers.items() if n in _roots(expect.names)}
-    try:
-        result, need = expect.plan(used, scalars)
-    except SpecError as exc:
-        raise exc.located(field=f"{field}.expect") from None
-    _within_memory(need + 8 * math.prod(shape) + whole_output,
-                   f"{expect.source!r}", f"{field}.expect")
-    _must_broadcast(repr(expect.source), result, shape,
-                    "region" if check.region else "output", f"{field}.expect")
-
-
-def _must_broadcast(source: str, result: tuple[int, ...], shape: tuple[int, ...], what: str,
-                    field: str) -> None:
-    """SpecError unless a reference of shape `result` broadcasts to exactly `shape`."""
-    try:
-        target = np.broadcast_shapes(result, shape)
-    except ValueError:
-        target = None
-    if target != shape:
-        raise SpecError(f"{source} has shape {list(result)}, which does not broadcast to the "
-                        f"{what}'s {list(shape)}", field=field)
-
-
-def _roots(names: Iterable[str]) -> set[str]:
-    """`x` for `x` and `x[2]`."""
-    return {n.split("[")[0] for n in names}
-
-
-def _within_memory(need: int, what: str, field: str) -> None:
-    from ..gpu.capacity import check_memory_limit
-    from ..text import human_bytes
-    limit = check_memory_limit()
-    if need > limit:
-        raise SpecError(f"the reference {what} needs {human_bytes(need)} of host memory as "
-                        f"whole arrays, more than the {human_bytes(limit)} a check may use "
-                        f"(CUBINRUN_CHECK_MEMORY)", field=field)
-
-
-Box = tuple  # (flat start, flat stop, index): a run of flat indices that is a box of the array
 
 
 def run_check(check: Check, output: np.ndarray, dtype: ElementType,
@@ -301,7 +225,7 @@ class Checker:
         if check.file is not None:
             self._reference: Any = _FileReference(check.file, self.shape, dtype, f"{field}.file")
         elif is_whole(check, inputs):
-            self._reference = _WholeReference(check, self.shape, self.output_shape, inputs,
+            self._reference = WholeReference(check, self.shape, self.output_shape, inputs,
                                               scalars, input_types or {}, field, scope)
             scale = self._reference.scale() if reduces(check) else None
         else:
@@ -353,43 +277,6 @@ class Checker:
         return tuple(out)
 
 
-def boxes(shape: tuple[int, ...], size: int) -> list[Box]:
-    """Boxes of about `size` elements (at least one row of the innermost axes that
-    fit) covering an array of `shape` in flat order."""
-    n = math.prod(shape)
-    if n == 0:
-        return []
-    if not shape:
-        return [(0, 1, (Ellipsis,))]
-    axis, inner = len(shape) - 1, 1
-    while axis > 0 and inner * shape[axis] <= size:
-        inner *= shape[axis]
-        axis -= 1
-    step = max(1, size // inner)
-    rest = (slice(None),) * (len(shape) - axis - 1)
-    out = []
-    for prefix in np.ndindex(*shape[:axis]):
-        base = int(np.ravel_multi_index(prefix, shape[:axis])) * shape[axis] if axis else 0
-        head = tuple(slice(p, p + 1) for p in prefix)
-        for j in range(0, shape[axis], step):
-            m = min(step, shape[axis] - j)
-            out.append(((base + j) * inner, (base + j + m) * inner,
-                        head + (slice(j, j + m),) + rest))
-    return out
-
-
-def _box_shape(index: tuple, shape: tuple[int, ...]) -> tuple[int, ...]:
-    if index == (Ellipsis,):
-        return shape
-    return tuple(n if s.start is None else s.stop - s.start for s, n in zip(index, shape))
-
-
-def _box_origin(index: tuple, shape: tuple[int, ...]) -> tuple[int, ...]:
-    if index == (Ellipsis,):
-        return (0,) * len(shape)
-    return tuple(s.start or 0 for s in index)
-
-
 # ---------------------------------------------------------------- the reference
 
 class _ExpectReference:
@@ -402,7 +289,7 @@ class _ExpectReference:
                  field: str):
         self.expect, self.shape, self.field = expect, shape, field
         self.scalars = dict(scalars)
-        used = {name: _as_input(inputs[name], input_types.get(name))
+        used = {name: as_input(inputs[name], input_types.get(name))
                 for name in sorted(expect.names) if name in inputs}
         try:
             reference_shape = np.broadcast_shapes(*(s.shape for s in used.values()))
@@ -410,26 +297,26 @@ class _ExpectReference:
             shapes = " and ".join(str(list(s.shape)) for s in used.values())
             raise SpecError(f"cannot evaluate {expect.source!r}: its inputs' shapes {shapes} "
                             f"do not broadcast together", field=field) from None
-        _must_broadcast(repr(expect.source), reference_shape, shape, "output", field)
+        must_broadcast(repr(expect.source), reference_shape, shape, "output", field)
         n = math.prod(shape)
         self._by_range = {name: s for name, s in used.items() if s.count == n}
-        self._broadcast = {name: np.broadcast_to(_upcast(s.whole(), s.dtype), shape)
+        self._broadcast = {name: np.broadcast_to(upcast(s.whole(), s.dtype), shape)
                            for name, s in used.items() if s.count != n}
         self.needs_boxes = bool(self._broadcast)
         first = (0, 1, (Ellipsis,) if not shape else (slice(0, 1),) * len(shape))
-        sample = self._evaluate(self._env(first if self.needs_boxes else (0, 1, None))
+        sample = self.evaluate(self._env(first if self.needs_boxes else (0, 1, None))
                                 if n else self._whole_env())
         self.dtype = sample.dtype
 
     def box(self, box: Box) -> np.ndarray:
-        return self._evaluate(self._env(box))
+        return self.evaluate(self._env(box))
 
     def _env(self, box: Box) -> dict[str, Any]:
         start, stop, index = box
         env: dict[str, Any] = dict(self.scalars)
         for name, source in self._by_range.items():
-            block = _upcast(source.values(start, stop), source.dtype)
-            env[name] = block if index is None else block.reshape(_box_shape(index, self.shape))
+            block = upcast(source.values(start, stop), source.dtype)
+            env[name] = block if index is None else block.reshape(box_shape(index, self.shape))
         for name, view in self._broadcast.items():
             env[name] = np.ascontiguousarray(view[index])   # contiguous: the whole's loops
         return env
@@ -437,160 +324,12 @@ class _ExpectReference:
     def _whole_env(self) -> dict[str, Any]:
         env: dict[str, Any] = dict(self.scalars)
         for name, source in self._by_range.items():
-            env[name] = _upcast(source.whole(), source.dtype)
+            env[name] = upcast(source.whole(), source.dtype)
         env.update(self._broadcast)
         return env
 
-    def _evaluate(self, env: dict[str, Any]) -> np.ndarray:
-        return _evaluate(self.expect, env, self.field)
-
-
-def _evaluate(expect, env: Mapping[str, Any], field: str) -> np.ndarray:
-    try:
-        reference = np.asarray(expect.evaluate(env))
-    except SpecError as exc:
-        raise exc.located(field=field) from None
-    if reference.dtype.kind not in "biuf":
-        raise SpecError(f"{expect.source!r} gives {reference.dtype} values, not numbers",
-                        field=field)
-    return reference
-
-
-class _Made:
-    """A whole reference as made (and kept by refcache): the array, or a Python
-    reference's dict of them, with max |reference| of each output or region once
-    worked out (a sweep's later points reuse it too)."""
-
-    def __init__(self, value: Any):
-        self.value = value
-        self.scales: dict[tuple, float] = {}
-
-
-class _WholeReference:
-    """A reference made whole (see the module docstring): evaluated once, or
-    taken from the reference cache, and read one box at a time."""
-
-    needs_boxes = True
-
-    def __init__(self, check: Check, shape: tuple[int, ...], output_shape: tuple[int, ...],
-                 inputs: Mapping[str, Any], scalars: Mapping[str, int | float],
-                 input_types: Mapping[str, ElementType], field: str, scope: str | None):
-        self.check, self.shape, self.field = check, shape, field
-        self._inputs, self._scalars, self._types = inputs, scalars, input_types
-        self._scope = scope
-        if check.reference is not None:
-            self._made = self._python(f"{field}.reference")
-            array = self._pick(self._made.value, f"{field}.reference")
-            source = check.reference.describe()
-            field = f"{field}.reference"
-        else:
-            self._made = self._expect(f"{field}.expect")
-            array = self._made.value
-            source = repr(check.expect.source)
-            field = f"{field}.expect"
-        if check.region is not None and array.shape == output_shape != shape:
-            array = array[tuple(check.region)]      # the whole output's reference: its region
-        _must_broadcast(source, array.shape, shape, "region" if check.region else "output",
-                        field)
-        if array.dtype.kind not in "biuf":
-            raise SpecError(f"{source} gives {array.dtype} values, not numbers", field=field)
-        self.array = np.broadcast_to(array, shape)
-        self.dtype = array.dtype
-
-    def scale(self) -> float:
-        """max |reference| over its finite elements (0 when none), box by box on the
-        worker threads, once per kept reference and region."""
-        from .threads import run_all
-        key = (self.check.output, repr(self.check.region))
-        if key not in self._made.scales:
-            parts = run_all([lambda box=box: _finite_max_abs(self.array[box[2]])
-                             for box in boxes(self.shape, CHUNK)])
-            self._made.scales[key] = max(parts, default=0.0)
-        return self._made.scales[key]
-
-    def box(self, box: Box) -> np.ndarray:
-        return np.ascontiguousarray(self.array[box[2]])
-
-    def _whole_input(self, name: str) -> np.ndarray:
-        source = _as_input(self._inputs[name], self._types.get(name))
-        return _upcast(source.whole(), source.dtype)
-
-    def _fingerprint(self, name: str):
-        from .refcache import fingerprint
-        if name in self._inputs:
-            return fingerprint(self._inputs[name])
-        return fingerprint(self._scalars.get(name))
-
-    def _expect(self, field: str) -> _Made:
-        from .refcache import CACHE
-        expect = self.check.expect
-        roots = sorted(_roots(expect.names) & set(self._inputs))
-        shapes = {n: tuple(self._inputs[n].shape) for n in roots}
-        try:
-            _, need = expect.plan(shapes, self._scalars)
-        except SpecError as exc:
-            raise exc.located(field=field) from None
-        _within_memory(need, repr(expect.source), field)
-        key = ("expect", self._scope, expect.source)
-        reads = [(n, self._fingerprint(n)) for n in sorted(_roots(expect.names))]
-        if self._scope is not None and (kept := CACHE.get(key, reads=reads)) is not None:
-            return kept
-        env: dict[str, Any] = dict(self._scalars)
-        env.update((n, self._whole_input(n)) for n in roots)
-        array = _evaluate(expect, env, field)
-        array.flags.writeable = False
-        made = _Made(array)
-        if self._scope is not None:
-            CACHE.put(key, reads, made, array.nbytes)
-        return made
-
-    def _python(self, field: str) -> _Made:
-        from .pyreference import RecordingInputs, RecordingVars, call
-        from .refcache import CACHE
-        reference = self.check.reference
-        try:
-            stat = reference.path.stat()
-            version = (stat.st_mtime_ns, stat.st_size)
-        except OSError:
-            version = None
-        key = ("python", self._scope, str(reference.path), reference.function, version)
-        made = None
-        if self._scope is not None and version is not None:
-            made = CACHE.get(key, current=self._fingerprint)
-        if made is None:
-            need = sum(8 * math.prod(v.shape) for v in self._inputs.values())
-            _within_memory(need + 8 * math.prod(self.shape),
-                           f"{reference.describe()}'s inputs and result", field)
-            inputs = RecordingInputs(list(self._inputs), self._whole_input)
-            variables = RecordingVars(self._scalars)
-            result = call(reference, inputs, variables, field)
-            for array in (result.values() if isinstance(result, dict) else [result]):
-                array.flags.writeable = False
-            made = _Made(result)
-            if self._scope is not None and version is not None:
-                reads = [(n, self._fingerprint(n)) for n in inputs.read + variables.read]
-                nbytes = sum(a.nbytes for a in (result.values() if isinstance(result, dict)
-                                                else [result]))
-                CACHE.put(key, reads, made, nbytes)
-        return made
-
-    def _pick(self, result: Any, field: str) -> np.ndarray:
-        """This check's array of a Python reference's result."""
-        reference = self.check.reference
-        if isinstance(result, dict):
-            if self.check.output not in result:
-                raise SpecError(f"{reference.describe()} returned a dict without "
-                                f"{self.check.output!r} (it has: "
-                                f"{', '.join(sorted(result)) or 'nothing'})", field=field)
-            return result[self.check.output]
-        return result
-
-
-def _finite_max_abs(values: np.ndarray) -> float:
-    with np.errstate(invalid="ignore"):
-        magnitudes = np.abs(np.asarray(values, dtype=np.float64))
-    finite = magnitudes[np.isfinite(magnitudes)]
-    return float(finite.max()) if finite.size else 0.0
+    def evaluate(self, env: dict[str, Any]) -> np.ndarray:
+        return evaluate(self.expect, env, self.field)
 
 
 class _FileReference:
@@ -608,7 +347,7 @@ class _FileReference:
     def box(self, box: Box) -> np.ndarray:
         index = box[2]
         return self._converted(np.ascontiguousarray(self.values[index]),
-                               _box_origin(index, self.shape))
+                               box_origin(index, self.shape))
 
     def _converted(self, values: np.ndarray, origin: tuple[int, ...]) -> np.ndarray:
         return _file_values(values, self.dtype_of_output, self.name, self.field, origin)
@@ -627,37 +366,6 @@ def _file_values(values: np.ndarray, dtype: ElementType, name: str, field: str,
     if values.dtype.kind not in "biuf":
         raise SpecError(f"{name} holds {values.dtype}, not numbers", field=field)
     return values
-
-
-class _ArrayInput:
-    """A plain array as an input (what hostdata.InputValues gives from its values)."""
-
-    def __init__(self, array: np.ndarray, dtype: ElementType | None):
-        self.array, self.dtype = np.asarray(array), dtype
-        self.shape, self.count = self.array.shape, self.array.size
-        self._flat = np.ascontiguousarray(self.array).reshape(-1)
-
-    def values(self, start: int, stop: int) -> np.ndarray:
-        return self._flat[start:stop]
-
-    def whole(self) -> np.ndarray:
-        return self.array
-
-
-def _as_input(source: Any, dtype: ElementType | None):
-    return _ArrayInput(source, dtype) if isinstance(source, np.ndarray) else source
-
-
-def _upcast(array: np.ndarray, dtype: ElementType | None) -> np.ndarray:
-    """An input as the reference reads it: float64, int64, or uint64 for u64."""
-    if dtype is not None and dtype.kind == "float":
-        return to_float64(array, dtype)
-    kind = array.dtype.kind
-    if kind == "u" and array.dtype.itemsize == 8:
-        return array
-    if kind in "biu":
-        return array.astype(np.int64)
-    return array.astype(np.float64)          # float and ml_dtypes arrays
 
 
 # ---------------------------------------------------------------- comparing
