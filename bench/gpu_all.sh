@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Everything that needs the GPU, in named stages, for one machine lease:
 #   bash bench/gpu_all.sh OUTDIR STAGE...
-# Stages: tests (every gpu-marked test), launch, data, suite, fidelity, debug,
+# Stages: tests (every gpu-marked test), launch, data, suite, fidelity (each
+# timer against ncu; --timer cupti needs cupti-python from .whl/), noise
+# (--max-noise 0.5% against the fixed budget), energy (--energy's CV), debug,
 # scale, startup, sweep, wheel (the built wheel, installed; needs
 # .whl/dist/cubinrun-*.whl); ROUNDS=N sets the suite's and scale's rounds (3).
 # Each stage's output goes to OUTDIR/<stage>.txt and its JSON beside it; the
@@ -39,6 +41,8 @@ for s in "$@"; do
         data-repeat) stage data-repeat python3 bench/data_scale.py --sizes 24,28 --repeat 3 ;;
         suite)    stage suite python3 bench/suite.py "$out" --rounds ${ROUNDS:-3} ;;
         fidelity) stage fidelity python3 bench/timing_fidelity.py "$out" ;;
+        noise)    stage noise python3 bench/suite.py "$out" --noise --rounds ${ROUNDS:-3} ;;
+        energy)   stage energy python3 bench/energy.py "$out" ;;
         debug)    stage debug python3 bench/debug_tools.py --runs 3 --rounds 8 ;;
         scale)    stage scale python3 bench/scale.py "$out" --rounds ${ROUNDS:-3} ;;
         startup)  stage startup python3 bench/startup.py --runs 9 ;;

@@ -3,7 +3,10 @@
 For the fp32 vector add (configs/vector_add.yaml) at 2^16 (about 2 us),
 2^20, 2^24 and 2^28 elements, cold and hot L2, this compares in one run:
 
-- cubinrun: `cubinrun launch --json` (its median),
+- cubinrun: `cubinrun launch --json` (its median), with each timer:
+  `--timer events` (the default), `--timer cupti` (CUPTI kernel records; n/a
+  without cupti-python) and `--timer graph` (a CUDA graph of back-to-back
+  launches: hot only),
 - ncu: `ncu --clock-control none --metrics gpu__time_duration.sum` over the
   same kernel's launches (`--cache-control all` for cold, `none` for hot),
 - do_bench: `triton.testing.do_bench` on the same launch (it flushes L2 by
@@ -23,9 +26,10 @@ For the fp32 vector add (configs/vector_add.yaml) at 2^16 (about 2 us),
 
 Run on the GPU machine from the repo root:
 `PYTHONPATH=. python3 bench/timing_fidelity.py [OUTDIR]` (`--quick` for a smoke
-run). The table comes last; full numbers go to OUTDIR/timing_fidelity.json
-(default $OUT, else bench/results/). Without cuda-bench installed its columns
-read n/a.
+run, `--no-extras` for the timers against ncu only: about 1.5 minutes). The
+tables come last and go to OUTDIR/timing_fidelity_table.txt too; full numbers
+go to OUTDIR/timing_fidelity.json (default $OUT, else bench/results/). Without
+cuda-bench installed its columns read n/a.
 """
 from __future__ import annotations
 
@@ -58,12 +62,30 @@ def cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, cwd=REPO, env=env, timeout=600)
 
 
-def cubinrun_timing(n: int, l2: str) -> dict:
+def cubinrun_timing(n: int, l2: str, timer: str = "events") -> dict:
     """`timing` of `cubinrun launch --json`: median_us, event_offset_us, ..."""
-    proc = cli("launch", "--json", str(SPEC), "--set", f"N={n}", "--l2", l2)
+    l2_flag = [] if timer == "graph" else ["--l2", l2]     # the graph timer is hot only
+    proc = cli("launch", "--json", str(SPEC), "--set", f"N={n}", *l2_flag, "--timer", timer)
     if proc.returncode != 0:
-        raise RuntimeError(proc.stderr)
+        raise RuntimeError(proc.stderr or proc.stdout[-2000:])
     return json.loads(proc.stdout)["timing"]
+
+
+def timer_median_of(spec: Path, timer: str) -> float | None:
+    proc = cli("launch", "--json", str(spec), "--timer", timer)
+    if proc.returncode not in (0, 1):
+        print(f"  --timer {timer} on {spec.name}: {proc.stderr.strip()[-300:]}", flush=True)
+        return None
+    return json.loads(proc.stdout)["timing"]["median_us"]
+
+
+def timer_median(n: int, l2: str, timer: str) -> float | None:
+    """A timer's median, or None (said why) when it cannot run here (no cupti-python)."""
+    try:
+        return cubinrun_timing(n, l2, timer)["median_us"]
+    except RuntimeError as e:
+        print(f"  --timer {timer} at {n}, {l2}: {str(e).strip()[-300:]}", flush=True)
+        return None
 
 
 def ncu_median(n: int | None, l2: str, launches: int, spec: Path = SPEC,
@@ -112,7 +134,8 @@ class InProcess:
     def sampler(self, l2: str, write_flush: bool = False, rep_ms: float = 100.0,
                 raw_events: bool = True) -> float:
         from cubinrun.gpu import driver
-        from cubinrun.gpu.timing import TimingKernels, TimingOptions, time_kernel
+        from cubinrun.gpu.timers import time_kernel
+        from cubinrun.gpu.timing import TimingKernels, TimingOptions
         kernels = TimingKernels(self.device)
         if write_flush:
             kernels.flush = lambda stream: driver.memset_async(
@@ -142,8 +165,7 @@ class InProcess:
         """(per-launch slope, this kernel's own event offset) from hot pairs around
         1..16 back-to-back launches, as timing.event_offset_us does for the empty kernel."""
         from cubinrun.gpu.timing import (
-            CALIBRATION_REPEATS, TimingKernels, least_squares_slope, offset_from_medians,
-            pair_samples)
+            CALIBRATION_REPEATS, TimingKernels, least_squares_slope, offset_from_medians, sample)
         kernels = TimingKernels(self.device)
         medians = {}
         try:
@@ -153,8 +175,9 @@ class InProcess:
                 def inside(stream, repeats=repeats):
                     for _ in range(repeats):
                         self.ready.launch(stream)
-                medians[repeats] = statistics.median(pair_samples(
-                    self.stream, kernels, inside, samples, per_batch=max(1, 256 // repeats)))
+                medians[repeats] = statistics.median(sample(
+                    self.stream, kernels, inside, samples, per_batch=max(1, 256 // repeats),
+                    clocks=True).pairs_us)
         finally:
             kernels.close()
         repeats = sorted(medians)
@@ -243,6 +266,8 @@ def main() -> None:
                         help="folder for the JSON (default $OUT, else bench/results)")
     parser.add_argument("--quick", action="store_true", help="two sizes, fewer ncu launches")
     parser.add_argument("--no-ncu", action="store_true")
+    parser.add_argument("--no-extras", action="store_true",
+                        help="only the timers and ncu (no nvbench, do_bench, naive, slopes)")
     args = parser.parse_args()
     sizes = {k: SIZES[k] for k in (("2^16", "2^20") if args.quick else SIZES)}
     launches = 8 if args.quick else 12
@@ -251,20 +276,28 @@ def main() -> None:
     out = args.out or (Path(os.environ["OUT"]) if os.environ.get("OUT")
                        else REPO / "bench" / "results")
     out.mkdir(parents=True, exist_ok=True)
-    nvbench = nvbench_times(list(sizes.values()))
+    nvbench = {} if args.no_extras else nvbench_times(list(sizes.values()))
 
-    empty = InProcess(EMPTY, None)
-    empty_hot = empty.sampler("hot")
-    empty.close()
-    print(f"empty kernel, raw event pairs hot: {empty_hot:.2f} us", flush=True)
+    empty_hot = None
+    if not args.no_extras:
+        empty = InProcess(EMPTY, None)
+        empty_hot = empty.sampler("hot")
+        empty.close()
+        print(f"empty kernel, raw event pairs hot: {empty_hot:.2f} us", flush=True)
+    # the graph timer's floor: an empty 1-CTA kernel per node, back to back
+    graph_empty = timer_median_of(EMPTY, "graph")
+    print(f"empty kernel, graph timer (time per node): {graph_empty} us", flush=True)
 
     for label, n in sizes.items():
-        proc = InProcess(SPEC, n)
-        row = {"size": label, "n": n, "naive_idle": proc.naive(),
-               "sampler_cold_write_flush": proc.sampler("cold", write_flush=True),
-               "do_bench": proc.do_bench()}
-        row["hot_slope"], row["hot_kernel_offset"] = proc.hot_slope(256 if n < 2**24 else 32)
-        proc.close()
+        row = {"size": label, "n": n, "naive_idle": None, "sampler_cold_write_flush": None,
+               "do_bench": None, "hot_slope": None, "hot_kernel_offset": None}
+        if not args.no_extras:
+            proc = InProcess(SPEC, n)
+            row.update(naive_idle=proc.naive(),
+                       sampler_cold_write_flush=proc.sampler("cold", write_flush=True),
+                       do_bench=proc.do_bench())
+            row["hot_slope"], row["hot_kernel_offset"] = proc.hot_slope(256 if n < 2**24 else 32)
+            proc.close()
         row["nvbench_cold"] = nvbench.get(n, {}).get("cold")
         row["nvbench_hot"] = nvbench.get(n, {}).get("hot")
         row["nvbench"] = nvbench.get(n)
@@ -274,10 +307,19 @@ def main() -> None:
             row[f"event_offset_{l2}"] = timing["event_offset_us"]
             row[f"sm_clock_{l2}"] = timing.get("sm_clock_mhz")
             row[f"ncu_{l2}"] = None if args.no_ncu else ncu_median(n, l2, launches)
+            row[f"cupti_{l2}"] = timer_median(n, l2, "cupti")
+        row["graph_hot"] = timer_median(n, "hot", "graph")
         results.append(row)
         print(json.dumps(row), flush=True)
         (out / "timing_fidelity.json").write_text(json.dumps(      # kept as it goes
-            {"empty_sampler_hot_us": empty_hot, "rows": results}, indent=2))
+            {"empty_sampler_hot_us": empty_hot, "graph_empty_us": graph_empty,
+             "rows": results}, indent=2))
+
+    lines: list[str] = []
+
+    def say(text: str = "") -> None:
+        print(text)
+        lines.append(text)
 
     def fmt(x):
         return "   n/a" if x is None else f"{x:8.2f}"
@@ -285,30 +327,45 @@ def main() -> None:
     def ratio(a, b):
         return "   n/a" if a is None or b is None else f"{a / b:6.3f}"
 
-    print(f"\ntiming fidelity, vector add fp32, medians in us ({time.time() - t0:.0f} s)")
-    print("size  | ncu cold cubinrun nvbench | ncu hot  cubinrun nvbench | "
+    say(f"\ntiming fidelity, vector add fp32, medians in us ({time.time() - t0:.0f} s)")
+    say("each timer over ncu (cold; hot); goal: one of them within 2% at every cell")
+    say("size  | events cold cupti cold | events hot cupti hot graph hot")
+    for r in results:
+        say(f"{r['size']:5} | {ratio(r['cubinrun_cold'], r['ncu_cold'])}      "
+            f"{ratio(r['cupti_cold'], r['ncu_cold'])}     | "
+            f"{ratio(r['cubinrun_hot'], r['ncu_hot'])}     {ratio(r['cupti_hot'], r['ncu_hot'])}"
+            f"    {ratio(r['graph_hot'], r['ncu_hot'])}")
+    say("size  | ncu cold events  cupti    | ncu hot  events   cupti    graph    (us)")
+    for r in results:
+        say(f"{r['size']:5} | {fmt(r['ncu_cold'])} {fmt(r['cubinrun_cold'])} "
+            f"{fmt(r['cupti_cold'])} | {fmt(r['ncu_hot'])} {fmt(r['cubinrun_hot'])} "
+            f"{fmt(r['cupti_hot'])} {fmt(r['graph_hot'])}")
+    say(f"graph timer's floor, an empty kernel per node: {fmt(graph_empty)} us")
+    say()
+    say("size  | ncu cold cubinrun nvbench | ncu hot  cubinrun nvbench | "
           "cubinrun/ncu nvbench/ncu (cold; hot)")
     for r in results:
-        print(f"{r['size']:5} | {fmt(r['ncu_cold'])} {fmt(r['cubinrun_cold'])} "
-              f"{fmt(r['nvbench_cold'])} | {fmt(r['ncu_hot'])} {fmt(r['cubinrun_hot'])} "
-              f"{fmt(r['nvbench_hot'])} | {ratio(r['cubinrun_cold'], r['ncu_cold'])} "
-              f"{ratio(r['nvbench_cold'], r['ncu_cold'])}; "
-              f"{ratio(r['cubinrun_hot'], r['ncu_hot'])} {ratio(r['nvbench_hot'], r['ncu_hot'])}")
-    print("\nhot: slope of pair time over 1..16 launches, and the vector add's own offset "
+        say(f"{r['size']:5} | {fmt(r['ncu_cold'])} {fmt(r['cubinrun_cold'])} "
+            f"{fmt(r['nvbench_cold'])} | {fmt(r['ncu_hot'])} {fmt(r['cubinrun_hot'])} "
+            f"{fmt(r['nvbench_hot'])} | {ratio(r['cubinrun_cold'], r['ncu_cold'])} "
+            f"{ratio(r['nvbench_cold'], r['ncu_cold'])}; "
+            f"{ratio(r['cubinrun_hot'], r['ncu_hot'])} {ratio(r['nvbench_hot'], r['ncu_hot'])}")
+    say("\nhot: slope of pair time over 1..16 launches, and the vector add's own offset "
           "(pair(1) - slope) next to the empty kernel's that cubinrun subtracts")
-    print("size  | ncu hot  slope    | kernel offset  empty offset | SM clock cold/hot MHz")
+    say("size  | ncu hot  slope    | kernel offset  empty offset | SM clock cold/hot MHz")
     for r in results:
-        print(f"{r['size']:5} | {fmt(r['ncu_hot'])} {fmt(r['hot_slope'])} | "
-              f"{fmt(r['hot_kernel_offset'])}       {fmt(r['event_offset_hot'])} | "
-              f"{fmt(r['sm_clock_cold'])} {fmt(r['sm_clock_hot'])}")
-    print()
-    print("size  | ncu cold cubinrun ratio | ncu hot  cubinrun ratio | offset | do_bench naive  wflush")
+        say(f"{r['size']:5} | {fmt(r['ncu_hot'])} {fmt(r['hot_slope'])} | "
+            f"{fmt(r['hot_kernel_offset'])}       {fmt(r['event_offset_hot'])} | "
+            f"{fmt(r['sm_clock_cold'])} {fmt(r['sm_clock_hot'])}")
+    say()
+    say("size  | ncu cold cubinrun ratio | ncu hot  cubinrun ratio | offset | do_bench naive  wflush")
     for r in results:
-        print(f"{r['size']:5} | {fmt(r['ncu_cold'])} {fmt(r['cubinrun_cold'])} "
-              f"{ratio(r['cubinrun_cold'], r['ncu_cold'])} | {fmt(r['ncu_hot'])} "
-              f"{fmt(r['cubinrun_hot'])} {ratio(r['cubinrun_hot'], r['ncu_hot'])} | "
-              f"{fmt(r['event_offset_hot'])} | "
-              f"{fmt(r['do_bench'])} {fmt(r['naive_idle'])} {fmt(r['sampler_cold_write_flush'])}")
+        say(f"{r['size']:5} | {fmt(r['ncu_cold'])} {fmt(r['cubinrun_cold'])} "
+            f"{ratio(r['cubinrun_cold'], r['ncu_cold'])} | {fmt(r['ncu_hot'])} "
+            f"{fmt(r['cubinrun_hot'])} {ratio(r['cubinrun_hot'], r['ncu_hot'])} | "
+            f"{fmt(r['event_offset_hot'])} | "
+            f"{fmt(r['do_bench'])} {fmt(r['naive_idle'])} {fmt(r['sampler_cold_write_flush'])}")
+    (out / "timing_fidelity_table.txt").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -114,6 +114,12 @@ MAX_BUFFER_BYTES = 1 * TiB
 MAX_DEVICE_BYTES = 1 * TiB
 # bench.warmup / bench.rep and --warmup / --rep, in ms: an hour of timing.
 MAX_BENCH_MS = 3_600_000
+# Timing samples per run (and so --min-samples): the sampler keeps one event
+# pair and one 16-byte clock record per sample.
+MAX_SAMPLES = 10_000
+# The graph timer's launches in one captured graph: a graph is instantiated
+# once per run, and 10^4 nodes instantiate in milliseconds.
+MAX_GRAPH_LAUNCHES = 10_000
 # launch --repeat: launches compared bit for bit (each restores every buffer,
 # so a race that shows once in a million runs is still within reach).
 MAX_REPEAT = 1_000_000

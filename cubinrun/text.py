@@ -1,4 +1,5 @@
-"""Small formatting helpers shared by the outputs, human and machine."""
+"""Small text helpers: formatting for the outputs, human and machine, and
+reading a percentage from the command line."""
 from __future__ import annotations
 
 import math
@@ -17,6 +18,22 @@ def human_bytes(n: float) -> str:
 def dims(values: Iterable) -> str:
     """(4, 1, 1) -> "4 x 1 x 1"."""
     return " x ".join(str(v) for v in values)
+
+
+def parse_fraction(text: str | float, option: str) -> float:
+    """`3%` or `0.03` (for `option`, named in the error) as a fraction in [0, 1)."""
+    from .errors import UsageError
+    raw = str(text).strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise UsageError(f"{option} {text!r}: expected a percentage such as 3% or a "
+                         "fraction such as 0.03") from None
+    if not raw.endswith("%") and value >= 1:
+        raise UsageError(f"{option} {text!r}: write {raw}% for a percentage")
+    if not 0 <= value < 1:
+        raise UsageError(f"{option} {text!r}: must be between 0% and 100%")
+    return value
 
 
 def plain_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:

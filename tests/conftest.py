@@ -105,3 +105,28 @@ def fake_cubin_bytes() -> bytes:
     header[5] = 1                      # little endian
     header[18:20] = (190).to_bytes(2, "little")
     return bytes(header)
+
+
+# The whole launch path on the fake driver (tests/fakecuda): the fake libcuda
+# for the launchers, built once per module, and the fake device in place of
+# cuda.bindings, fresh per test, expecting the vector add's parameters.
+VECTOR_ADD_PARAMS = [8, 8, 8, 4]         # the fake records this many bytes per parameter
+
+
+@pytest.fixture(scope="module")
+def fake_libcuda(tmp_path_factory):
+    from fakecuda import fake_driver_env
+    with fake_driver_env(tmp_path_factory.mktemp("fakecuda")) as fake:
+        yield fake
+
+
+@pytest.fixture
+def device(monkeypatch, fake_libcuda):
+    from fakecuda.device import FakeDevice
+
+    from cubinrun.gpu import driver
+    fake = FakeDevice(lambda: fake_libcuda.launch_count, fake_libcuda)
+    monkeypatch.setattr(driver, "call", fake)
+    fake_libcuda.reset()
+    fake_libcuda.set_param_sizes(VECTOR_ADD_PARAMS)
+    return fake

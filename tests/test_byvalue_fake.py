@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import struct
 
-from test_run_fake import CONFIGS, device, fake_libcuda, run_cli  # noqa: F401 (fixtures)
+from test_run_fake import CONFIGS, run_cli
 
 from cubinrun.gpu.guards import GUARD_BYTES
 

@@ -354,11 +354,10 @@ def test_a_sweep_in_a_worker_process_calls_a_reference_once(tmp_path, capsys, mo
     assert (tmp_path / "refs.py.calls").read_text() == "x"
 
 
-def test_the_report_shows_a_region_key_as_written(tmp_path, capsys, monkeypatch):
+def test_the_report_shows_a_region_key_as_written(tmp_path, capsys, device):
     """A region key such as `out[n:]` is text, not rich markup, in the table."""
     from test_run_fake import run_cli
 
-    from fakecuda import fake_driver_env, install_fake_device
     cubin = Path(__file__).resolve().parent.parent / "kernels/build/vector_add.sm_90.cubin"
     spec = tmp_path / "spec.yaml"
     spec.write_text(SWEPT.replace("vars: {N: 4096, BLOCK: 1024}",
@@ -366,8 +365,6 @@ def test_the_report_shows_a_region_key_as_written(tmp_path, capsys, monkeypatch)
                     .replace('"out[1:-1]": {expect: "roll(out, 1)[2:]"}',
                              '"out[n0:]": {expect: "out[n0:] + 1"}')
                     .replace("  out: {reference: refs.py:unchanged}\n", "") % cubin)
-    with fake_driver_env(tmp_path) as fake:
-        install_fake_device(monkeypatch, fake, [8, 8, 8, 4])
-        code, out, _ = run_cli(capsys, "launch", spec, "--no-bench")
+    code, out, _ = run_cli(capsys, "launch", spec, "--no-bench")
     assert code == 1
     assert "out[n0:]" in out and "out[n0:][1]: got 1.0, expected 2.0" in out

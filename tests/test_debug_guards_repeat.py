@@ -8,7 +8,7 @@ import json
 import struct
 
 import pytest
-from test_run_fake import REPO, device, fake_libcuda, run_cli  # noqa: F401 (fixtures)
+from test_run_fake import REPO, run_cli
 
 from cubinrun.gpu.guards import GUARD_BYTES, PATTERN
 from cubinrun.debug.repeat import first_difference

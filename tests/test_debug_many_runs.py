@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from test_debug_guards_repeat import play_kernel
-from test_run_fake import device, fake_libcuda, run_cli  # noqa: F401 (fixtures)
+from test_run_fake import run_cli
 from test_runs import in_process, passing, workers  # noqa: F401 (fixtures)
 
 from cubinrun.cli.sanitize import optional_tool

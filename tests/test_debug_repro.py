@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from fakecuda import recorded_allocations, recorded_launches
 from test_launcher_fake_driver import bf16_bits, fp16_bits
-from test_run_fake import REPO, device, fake_libcuda, run_cli  # noqa: F401 (fixtures)
+from test_run_fake import REPO, run_cli
 
 from cubinrun.debug.repro import write_repro
 from cubinrun.pipeline.prepare import plan_spec, prepare

@@ -133,7 +133,7 @@ def test_the_readme_shows_the_schema_comment():
 
 
 INTERNALS = REPO / "docs" / "internals.md"
-_FOLDER_SECTION = re.compile(r"^### `cubinrun/(\w+)/`$|^### The top level$", re.M)
+_FOLDER_SECTION = re.compile(r"^### `cubinrun/([\w/]+)/`$|^### The top level$", re.M)
 _MODULE_ROW = re.compile(r"^\| `([\w.]+)` \|", re.M)
 _PATH = re.compile(r"`((?:[\w.-]+/)+[\w.-]*)`")
 

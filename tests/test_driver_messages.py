@@ -9,7 +9,7 @@ import pytest
 from cubinrun.gpu import driver
 from cubinrun.errors import CudaError
 
-from test_run_fake import CONFIGS, device, fake_libcuda, run_cli  # noqa: F401  (fixtures)
+from test_run_fake import CONFIGS, run_cli
 
 
 def _no_library(*args):

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakecuda import fake_driver_env, install_fake_device
 
 from cubinrun.binary.cubin import module_globals
 from cubinrun.cli import main
@@ -46,15 +45,11 @@ def write(tmp_path):
     return write
 
 
-@pytest.fixture(scope="module")
-def fake_libcuda(tmp_path_factory):
-    with fake_driver_env(tmp_path_factory.mktemp("fakecuda")) as fake:
-        yield fake
-
-
 @pytest.fixture
-def device(monkeypatch, fake_libcuda):
-    return install_fake_device(monkeypatch, fake_libcuda, [8, 8, 4, 4])
+def device(device, fake_libcuda):
+    """conftest's fake device, for conv1d's parameters (two pointers, two i32)."""
+    fake_libcuda.set_param_sizes([8, 8, 4, 4])
+    return device
 
 
 def run_cli(capsys, *args) -> tuple[int, str, str]:

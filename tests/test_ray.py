@@ -18,7 +18,7 @@ import sys
 import numpy as np
 import pytest
 from conftest import PACKAGE_PARENT
-from test_run_fake import device, fake_libcuda, run_cli  # noqa: F401 (fixtures)
+from test_run_fake import run_cli
 from test_runs import CONFIGS, FAST, REPO, passing, spec_copy, workers  # noqa: F401
 from test_scale import comparable, fake_uuid
 

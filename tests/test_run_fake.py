@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakecuda import fake_driver_env, install_fake_device
 from fakecuda.device import FakeDevice
 
 from cubinrun.gpu import capacity
@@ -31,18 +30,6 @@ CONFIGS = REPO / "configs"
 SUCCESS = 0
 
 
-VECTOR_ADD_PARAMS = [8, 8, 8, 4]         # the fake records this many bytes per parameter
-
-
-@pytest.fixture(scope="module")
-def fake_libcuda(tmp_path_factory):
-    with fake_driver_env(tmp_path_factory.mktemp("fakecuda")) as fake:
-        yield fake
-
-
-@pytest.fixture
-def device(monkeypatch, fake_libcuda):
-    return install_fake_device(monkeypatch, fake_libcuda, VECTOR_ADD_PARAMS)
 
 
 def run_cli(capsys, *args) -> tuple[int, str, str]:
@@ -410,15 +397,16 @@ def test_a_kernel_without_buffers_still_reports_its_guards(device, fake_libcuda,
 
 
 def test_a_cold_budget_pays_for_the_flush_too(device, capsys):
-    """The fake's clock gives every launch 3 us, the L2 flush included, and each
-    event pair 2 us more. The estimate is a pair around 5 samples: hot 5 launches
-    (17 us), cold 10 (32 us), so a 6 ms budget takes 6000 / 3.4 and 6000 / 6.4."""
+    """The fake's clock gives every launch 3 us, the L2 flush and the clock probe
+    after each sample included, and each event pair 2 us more. The estimate is a
+    pair around 5 samples: hot 10 launches (32 us), cold 15 (47 us), so a 6 ms
+    budget takes 6000 / 6.4 and 6000 / 9.4."""
     counts = {}
     for l2 in ("hot", "cold"):
         code, out, _ = run_cli(capsys, "launch", "--json", CONFIGS / "vector_add.yaml",
                                "--l2", l2, "--rep", "6", "--warmup", "1")
         counts[l2] = json.loads(out)["timing"]["samples"]
-    assert counts == {"hot": 1765, "cold": 938}
+    assert counts == {"hot": 938, "cold": 639}
 
 
 def test_runs_of_one_session_share_the_pinned_staging_slots(device):

@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from test_run_fake import FakeDevice, device, fake_libcuda, run_cli  # noqa: F401 (fixtures)
+from test_run_fake import FakeDevice, run_cli
 
 from cubinrun.errors import EXIT_BUILD, EXIT_CHECK_FAILED, EXIT_CUDA, EXIT_OK, \
     EXIT_REGRESSION, EXIT_USAGE

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_run_fake import device, fake_libcuda, run_cli  # noqa: F401 (fixtures)
+from test_run_fake import run_cli
 from test_runs import CONFIGS, FAST, REPO, passing, spec_copy, workers  # noqa: F401
 
 from cubinrun.errors import EXIT_CHECK_FAILED, EXIT_CUDA, EXIT_USAGE, UsageError

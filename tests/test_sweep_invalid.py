@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_run_fake import device, fake_libcuda, run_cli  # noqa: F401 (fixtures)
+from test_run_fake import run_cli
 from test_runs import FAST, in_process, spec_copy  # noqa: F401 (fixtures)
 
 from cubinrun.errors import EXIT_BUILD, EXIT_OK

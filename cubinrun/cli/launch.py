@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import click
 
-from ..limits import MAX_REPEAT
+from ..limits import MAX_REPEAT, MAX_SAMPLES
 from .common import (complete_specs, console, device_option, json_option, optional_value,
                      set_option, silence_stdout)
 from .sanitize import TOOLS, optional_tool
@@ -60,6 +60,10 @@ class LaunchArgs:
     workers_per_gpu: int = 1
     mixed_devices: bool = False
     ray: str | None = None
+    timer: str = "events"
+    max_noise: str | None = None            # as given: "0.5%" or "0.005"
+    min_samples: int | None = None
+    energy: bool = False
     constraints: tuple[str, ...] = ()       # --constraint: expressions over vars
 
     @property
@@ -111,6 +115,18 @@ def optional_address(args: list[str]) -> list[str]:
 @click.option("--raw-events", is_flag=True,
               help="Report event-pair times as measured, without subtracting the event "
               "pair's own offset (calibrated on an empty kernel).")
+@click.option("--timer", type=click.Choice(["events", "cupti", "graph"]), default="events",
+              show_default=True,
+              help="events: event pairs, their offset subtracted; cupti: the profiler's "
+              "kernel records (needs cubinrun[cupti]); graph: launches replayed from a "
+              "CUDA graph, time per launch (hot L2), for kernels shorter than their launch.")
+@click.option("--max-noise", metavar="PCT", help="Stop sampling once the median's relative "
+              "noise is below PCT (e.g. 0.5%); the budget (--rep) stays the ceiling.")
+@click.option("--min-samples", type=click.IntRange(1, MAX_SAMPLES), default=None, metavar="N",
+              help="Take at least N samples (default 10).")
+@click.option("--energy", is_flag=True, help="Also measure joules per launch, average watts "
+              "and SM clock from NVML's energy counter over ~1 s of back-to-back launches "
+              "(needs cubinrun[energy]).")
 @click.option("--arch", metavar="SM", help="Target for compiling source:/ptx: kernels in a "
               "dry run without a GPU, e.g. sm_90 (or kernel.arch in the spec).")
 @click.option("--props", "props_file", metavar="FILE", help="Device values (sm_count, "
@@ -153,8 +169,9 @@ def optional_address(args: list[str]) -> list[str]:
 @click.option("--ray", "ray", metavar="[ADDRESS]", help="Run on Ray actors holding a GPU "
               "each: an existing cluster (auto, HOST:PORT, ray://HOST:PORT) or, without "
               "ADDRESS, a local one started for the command (needs cubinrun[ray]).")
-def launch(specs, overrides, axes, constraints, device, as_json, dry_run, warmup, rep, l2, no_bench,
-           raw_events, arch, props_file, fail_fast, jsonl, csv_path, markdown, junit, samples,
+def launch(specs, overrides, axes, constraints, device, as_json, dry_run, warmup, rep, l2,
+           no_bench, raw_events, timer, max_noise, min_samples, energy, arch, props_file,
+           fail_fast, jsonl, csv_path, markdown, junit, samples,
            plot, baseline, threshold, ignore_device, no_guard, repeat, sanitize, devices,
            workers_per_gpu, mixed_devices, ray):
     """Build the launcher, load the kernel, make the args, launch, check, time.
@@ -167,6 +184,7 @@ def launch(specs, overrides, axes, constraints, device, as_json, dry_run, warmup
                       samples, plot, baseline, threshold, ignore_device, props_file,
                       guard=not no_guard, repeat=repeat, sanitize=sanitize, devices=devices,
                       workers_per_gpu=workers_per_gpu, mixed_devices=mixed_devices, ray=ray,
+                      timer=timer, max_noise=max_noise, min_samples=min_samples, energy=energy,
                       constraints=constraints)
     _launch(args)
 
@@ -176,6 +194,7 @@ def _launch(args: LaunchArgs) -> None:
     from ..specfile import parse_overrides
     _check_outputs(args)
     _check_numbers(args)
+    _check_timer(args)
     _check_spread(args)
     baseline = _read_baseline(args)
     tasks = expand(args.specs, parse_overrides(args.overrides), args.axes, args.constraints)
@@ -235,6 +254,37 @@ def _check_numbers(args: LaunchArgs) -> None:
         if value is not None and (problem := budget_problem(value)):
             raise UsageError(f"--{name} {problem}")
     parse_threshold(args.threshold)
+    max_noise(args)
+
+
+def _check_timer(args: LaunchArgs) -> None:
+    from ..errors import UsageError
+    if args.timer == "graph" and args.l2 == "cold":
+        raise UsageError("--timer graph replays launches back to back: L2 stays hot "
+                         "(leave out --l2 cold)")
+    if args.timer == "cupti" and args.raw_events:
+        raise UsageError("--raw-events keeps the event pair's offset: --timer cupti uses no "
+                         "event pairs")
+    if args.no_bench and (args.timer != "events" or args.max_noise or args.min_samples):
+        raise UsageError("--no-bench times nothing: --timer, --max-noise and --min-samples "
+                         "do not apply")
+    if args.sanitize and (args.timer != "events" or args.max_noise or args.min_samples
+                          or args.energy):
+        raise UsageError("--sanitize runs untimed: --timer, --max-noise, --min-samples and "
+                         "--energy do not apply")
+
+
+def max_noise(args: LaunchArgs) -> float | None:
+    """--max-noise as a fraction above 0."""
+    from ..errors import UsageError
+    from ..text import parse_fraction
+    if args.max_noise is None:
+        return None
+    value = parse_fraction(args.max_noise, "--max-noise")
+    if value == 0:
+        raise UsageError(f"--max-noise {args.max_noise!r}: must be above 0% (no run is "
+                         "noiseless; the budget alone is --rep)")
+    return value
 
 
 def _check_spread(args: LaunchArgs) -> None:
@@ -299,7 +349,9 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
                          progress=inline and not args.as_json and args.jsonl != "-",
                          raw_events=args.raw_events,
                          keep_samples=args.samples or baseline is not None,
-                         guard=args.guard, repeat=args.repeat)
+                         guard=args.guard, repeat=args.repeat, timer=args.timer,
+                         max_noise=max_noise(args), min_samples=args.min_samples,
+                         energy=args.energy)
     started = time.perf_counter()
     if args.sanitize:
         from ..runs.sanitized import SanitizerExecutor
@@ -322,6 +374,7 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
             result = record.to_json()
             if not args.samples and result.get("timing"):
                 result["timing"].pop("samples_us", None)
+                result["timing"].pop("sm_clocks_mhz", None)
             records.append(record)
             results.append(result)
             if jsonl:
@@ -398,6 +451,8 @@ def _print_comparison(compare: dict) -> None:
         text += f" (95% interval {compare['low']:.3f}-{compare['high']:.3f})"
     if compare.get("reason"):
         text += f"; {compare['reason']}"
+    if compare.get("energy_ratio") is not None:
+        text += f"; energy {compare['energy_verdict']} {compare['energy_ratio']:.3f}x"
     console().print(text, markup=False)
 
 

@@ -134,9 +134,7 @@ def render_result(result, console) -> None:
         t = result.timing
         console.print(f"time  median {t.median:.2f} us  min {t.min:.2f}  max {t.max:.2f}  "
                       f"mean {t.mean:.2f}  std {t.std:.2f}")
-        offset = (f"event pair offset {result.event_offset_us:.2f} us subtracted"
-                  if result.event_offset_us is not None else "raw event pairs")
-        console.print(f"      {t.samples} samples, L2 {result.l2}, {offset}")
+        console.print(f"      {timing_line(result)}")
         tp = result.throughput()
         if tp["gbps"] is not None:
             share = f" ({100 * tp['bandwidth_fraction']:.0f}% of {tp['peak_gbps']:,.0f} peak)" \
@@ -145,5 +143,29 @@ def render_result(result, console) -> None:
         if tp["tflops"] is not None:
             share = f" ({100 * tp['fp32_fraction']:.0f}% of fp32 peak)" if tp["fp32_fraction"] else ""
             console.print(f"compute {tp['tflops']:,.2f} TFLOP/s{share}")
+    if result.energy is not None:
+        e = result.energy
+        clock = f", SM clock {e.sm_clock_mhz:.0f} MHz" if e.sm_clock_mhz else ""
+        console.print(f"energy {e.j_per_launch:.4g} J per launch  {e.watts:.0f} W average"
+                      f"{clock} (NVML, {e.window_s:.2f} s of back-to-back launches)")
     for path in result.saved:
         console.print(f"saved {path}")
+
+
+def timing_line(result) -> str:
+    """How the samples were taken: count, timer, L2, what was subtracted or dropped."""
+    timer = result.timer or "events"
+    if timer == "cupti":
+        how = "CUPTI kernel records"
+    elif result.event_offset_us is not None:
+        how = f"event pair offset {result.event_offset_us:.2f} us subtracted"
+    else:
+        how = "raw event pairs"
+    if timer == "graph":
+        how = f"CUDA graph of {result.launches_per_sample} launches per sample, {how}"
+    parts = [f"{result.timing.samples} samples", f"L2 {result.l2}", how]
+    if result.stopped == "noise" and result.noise is not None:
+        parts.append(f"stopped at {100 * result.noise:.2f}% noise")
+    if result.throttled_samples:
+        parts.append(f"{result.throttled_samples} throttled samples dropped")
+    return ", ".join(parts)

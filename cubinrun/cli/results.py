@@ -45,20 +45,25 @@ def _render(comparisons, counts, code) -> None:
     from ..results.rows import number, point_text
     from ..results.table import VERDICT_STYLE
     table = Table(show_edge=False, pad_edge=False)
+    energy = any(c.energy_ratio is not None for c in comparisons)
     for column in ("spec", "point", "baseline µs", "new µs", "ratio", "95% interval", "p",
-                   "verdict"):
-        table.add_column(column, justify="left" if column in ("spec", "point", "verdict")
-                         else "right")
+                   "verdict", *(("J/launch ratio", "energy") if energy else ())):
+        table.add_column(column, justify="left" if column in ("spec", "point", "verdict",
+                                                             "energy") else "right")
     for c in comparisons:
         interval = (f"{c.low:.3f}-{c.high:.3f}" if c.low is not None and c.high is not None
                     else "")
         style = VERDICT_STYLE.get(c.verdict, "")
         verdict = escape(c.verdict) + (f" [dim]({escape(c.reason)})[/dim]" if c.reason else "")
-        table.add_row(escape(c.spec or c.kernel or "?"), escape(point_text(c.point)),
-                      number(c.baseline_us), number(c.new_us),
-                      "" if c.ratio is None else f"{c.ratio:.3f}", interval,
-                      "" if c.p_value is None else f"{c.p_value:.2g}",
-                      f"[{style}]{verdict}[/{style}]" if style else verdict)
+        cells = [escape(c.spec or c.kernel or "?"), escape(point_text(c.point)),
+                 number(c.baseline_us), number(c.new_us),
+                 "" if c.ratio is None else f"{c.ratio:.3f}", interval,
+                 "" if c.p_value is None else f"{c.p_value:.2g}",
+                 f"[{style}]{verdict}[/{style}]" if style else verdict]
+        if energy:
+            cells += ["" if c.energy_ratio is None else f"{c.energy_ratio:.3f}",
+                      c.energy_verdict or ""]
+        table.add_row(*cells)
     out = console()
     out.print(table)
     out.print(", ".join(f"{n} {verdict}" for verdict, n in counts.items()) + f"; exit {code}")

@@ -40,6 +40,27 @@ extern "C" __global__ void cubinrun_spin(unsigned long long nanoseconds,
     }
 }
 
+// Measures the SM clock between two samples, for throttle detection: the
+// cycles one SM counts over at least 2 us of the global timer, both ends taken
+// right after the timer ticks. The global timer advances in steps (32 ns to
+// 1 us, depending on the GPU and on whether a profiler is attached), so
+// unaligned ends could be off by a whole step; aligned, only the loop's few
+// cycles remain (under 1% of 2 us). Writes {ns, cycles} to `record`.
+extern "C" __global__ void cubinrun_clock(unsigned long long *record) {
+    unsigned long long first, start, now, cycles0, cycles1;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(first));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    } while (start == first);
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(cycles0));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < 2000);
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(cycles1));
+    record[0] = now - start;
+    record[1] = cycles1 - cycles0;
+}
+
 // Does nothing. Event pairs around 1..16 back-to-back launches of it measure
 // what one event pair adds to the kernel it brackets (timing.py, event_offset_us).
 extern "C" __global__ void cubinrun_empty() {}

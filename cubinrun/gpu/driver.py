@@ -360,6 +360,35 @@ def destroy_event(event) -> None:
     call("cuEventDestroy", event)
 
 
+# --- CUDA graphs (the graph timer) ------------------------------------------
+
+
+def begin_capture(stream: int) -> None:
+    """Launches queued on `stream` from this thread are recorded, not run, until
+    end_capture (thread-local mode: other threads' CUDA calls are unaffected)."""
+    call("cuStreamBeginCapture", stream,
+         enum("CUstreamCaptureMode", "CU_STREAM_CAPTURE_MODE_THREAD_LOCAL"))
+
+
+def end_capture(stream: int):
+    """The graph of what was queued since begin_capture."""
+    return call("cuStreamEndCapture", stream, context="graph capture")
+
+
+def instantiate_graph(graph):
+    return call("cuGraphInstantiate", graph, 0, context="graph of timed launches")
+
+
+def launch_graph(graph_exec, stream: int) -> None:
+    call("cuGraphLaunch", graph_exec, stream)
+
+
+def destroy_graph(graph, graph_exec=None) -> None:
+    if graph_exec is not None:
+        call("cuGraphExecDestroy", graph_exec)
+    call("cuGraphDestroy", graph)
+
+
 # --- tensor maps -----------------------------------------------------------
 
 

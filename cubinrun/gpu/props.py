@@ -110,7 +110,21 @@ def collect(ordinal: int) -> dict:
         "pci_bus_id": driver.device_pci_bus_id(device.handle),
         "cuda_driver_version": f"{version // 1000}.{version % 1000 // 10}",
         "nvidia_driver": nvidia_driver_release(),
+        "power_limit_w": power_limit_w(driver.device_uuid(device.handle)),
     }
+
+
+def power_limit_w(uuid: str) -> float | None:
+    """The board's enforced power limit from NVML, read only; None without
+    nvidia-ml-py or when NVML cannot tell (props works without NVML)."""
+    from . import nvml
+    from ..errors import CudaError
+    if not nvml.available():
+        return None
+    try:
+        return nvml.power_limit_w(nvml.device(uuid))
+    except CudaError:
+        return None
 
 
 def device_values(device) -> dict[str, int]:
@@ -166,4 +180,6 @@ def table_rows(info: dict) -> list[tuple[str, str]]:
     rows += [("PCI bus id", info["pci_bus_id"]),
              ("CUDA driver API", info["cuda_driver_version"]),
              ("NVIDIA driver", info["nvidia_driver"] or "n/a")]
+    limit = info.get("power_limit_w")
+    rows.append(("power limit", f"{limit:.0f} W" if limit else "n/a"))
     return rows

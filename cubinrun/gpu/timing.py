@@ -1,4 +1,5 @@
-"""Time a kernel with device events, without timing the host.
+"""Time a kernel with device events, without timing the host: the helper
+kernels, the sampler and the event offset every timer shares.
 
 Four pitfalls shape this:
 
@@ -20,11 +21,14 @@ Four pitfalls shape this:
   as `triton.testing.do_bench` does), bounded so that a tiny kernel does not
   queue millions of launches.
 
-The spin before each batch also measures the SM clock (cycles over global-timer
-nanoseconds on its SM), so every result says at what clock it was timed and a
-comparison can tell a slower kernel from a throttled GPU. The offset is
+After each sample a short probe kernel measures the SM clock (cycles over
+global-timer nanoseconds on its SM), so every sample says at what clock it was
+timed: samples taken while the GPU throttled are dropped (gpu/timers/throttle.py)
+and a comparison can tell a slower kernel from a throttled GPU. The offset is
 measured once per `TimingKernels` (once per device in a multi-run command): it
 is the event pair's cost, not the kernel's.
+
+The timers themselves are in gpu/timers/.
 """
 from __future__ import annotations
 
@@ -36,9 +40,9 @@ from importlib import resources
 from typing import Callable
 
 from . import driver
+from ..limits import MAX_SAMPLES
 
 MIN_SAMPLES = 10
-MAX_SAMPLES = 10_000
 BATCH = 64                       # samples queued behind one spin
 CALIBRATION_REPEATS = (1, 2, 4, 8, 16)   # launches per pair when measuring the offset
 # Pairs per repeat count: with 32 the offset varied by 0.27 us between runs on
@@ -56,20 +60,33 @@ FLUSH_THREADS = 256
 @dataclass(frozen=True)
 class TimingOptions:
     warmup_ms: float = 25.0
-    rep_ms: float = 100.0
+    rep_ms: float = 100.0        # the budget: with max_noise, the ceiling
     l2: str = "cold"             # "cold": flush before each sample; "hot": no flush
     raw_events: bool = False     # True: report event pairs as measured, offset kept
+    timer: str = "events"        # events, cupti or graph (gpu/timers/)
+    max_noise: float | None = None   # stop once the median's relative noise is below this
+    min_samples: int = MIN_SAMPLES   # ... but not before this many samples
 
 
 @dataclass(frozen=True)
 class Timed:
     samples_us: list[float]      # one launch's device time each, the offset subtracted
-    event_offset_us: float | None   # subtracted from every sample; None: raw pairs
-    sm_clock_mhz: list[float] = field(default_factory=list)   # one per batch, as measured
+    event_offset_us: float | None   # subtracted from every sample; None: raw pairs or none used
+    sm_clock_mhz: list[float | None] = field(default_factory=list)  # per kept sample; None: no probe record
     dropped: int = 0             # pairs no longer than the offset: they timed nothing
+    throttled: int = 0           # samples taken below 75% of the run's highest clock
+    timer: str = "events"
+    stopped: str = "budget"      # "noise": --max-noise was met before the budget ran out
+    launches_per_sample: int = 1     # the graph timer's launches per replay
 
 
-CLOCK_SLOTS = 256               # spins that record the clock, reused round robin
+@dataclass(frozen=True)
+class Pairs:
+    """What the sampler measured: each event pair's time and, when probed, the
+    SM clock just after it (None where the probe left nothing)."""
+    pairs_us: list[float]
+    clocks_mhz: list[float | None]
+    stopped_early: bool = False
 
 
 class TimingKernels:
@@ -84,42 +101,50 @@ class TimingKernels:
         self.flush_fn = driver.handle_int(driver.get_function(self.module, "cubinrun_l2_flush"))
         self.spin_fn = driver.handle_int(driver.get_function(self.module, "cubinrun_spin"))
         self.empty_fn = driver.handle_int(driver.get_function(self.module, "cubinrun_empty"))
+        self.clock_fn = driver.handle_int(driver.get_function(self.module, "cubinrun_clock"))
         self.flush_launcher = load_launcher(["*u8", "u64", "*u32"], 0)
         self.spin_launcher = load_launcher(["u64", "*u64"], 0)
         self.empty_launcher = load_launcher([], 0)
+        self.clock_launcher = load_launcher(["*u64"], 0)
         l2 = driver.device_attribute(device.handle, "L2_CACHE_SIZE")
         self.flush_bytes = max(2 * l2, 16 << 20) // 16 * 16
         self.flush_buffer = driver.alloc(self.flush_bytes)
         self.sink = driver.alloc(4)
-        self.clocks = driver.alloc(CLOCK_SLOTS * 16)
+        self.clocks = driver.alloc(MAX_SAMPLES * 16)      # {ns, cycles} per sample
         self.event_offset_us: float | None = None
         stream = driver.create_stream()
         driver.memset_async(self.flush_buffer, 0, self.flush_bytes, stream)
-        driver.memset_async(self.clocks, 0, CLOCK_SLOTS * 16, stream)
+        driver.memset_async(self.clocks, 0, MAX_SAMPLES * 16, stream)
         driver.stream_synchronize(stream)
         sms = driver.device_attribute(device.handle, "MULTIPROCESSOR_COUNT")
         self.flush_grid = 4 * sms
         self.flush_config = self.flush_launcher.Config(self.flush_fn, block=(FLUSH_THREADS, 1, 1))
         self.spin_config = self.spin_launcher.Config(self.spin_fn, block=(1, 1, 1))
         self.empty_config = self.empty_launcher.Config(self.empty_fn, block=(1, 1, 1))
+        self.clock_config = self.clock_launcher.Config(self.clock_fn, block=(1, 1, 1))
 
     def flush(self, stream: int) -> None:
         self.flush_launcher.launch(self.flush_config, self.flush_grid, 1, 1, stream,
                                    self.flush_buffer, self.flush_bytes // 16, self.sink)
 
-    def spin(self, stream: int, nanoseconds: int, clock_slot: int | None = None) -> None:
-        """`clock_slot`: record the spin's nanoseconds and cycles there (see read_clocks)."""
-        record = None if clock_slot is None else self.clocks + 16 * (clock_slot % CLOCK_SLOTS)
-        self.spin_launcher.launch(self.spin_config, 1, 1, 1, stream, nanoseconds, record)
+    def spin(self, stream: int, nanoseconds: int) -> None:
+        self.spin_launcher.launch(self.spin_config, 1, 1, 1, stream, nanoseconds, None)
 
-    def read_clocks(self, count: int) -> list[float]:
-        """The SM clock in MHz of the last `count` recording spins (after a synchronise);
-        slots a spin did not fill (no GPU ran it) are left out."""
+    def probe_clock(self, stream: int, index: int) -> None:
+        """Queue the clock probe; it writes sample `index`'s clock record."""
+        self.clock_launcher.launch(self.clock_config, 1, 1, 1, stream, self.clocks + 16 * index)
+
+    def clear_clocks(self, stream: int) -> None:
+        driver.memset_async(self.clocks, 0, MAX_SAMPLES * 16, stream)
+
+    def read_clocks(self, count: int) -> list[float | None]:
+        """The SM clock in MHz the probes of samples 0..count-1 measured (after a
+        synchronise); None where a probe left no record (no GPU ran it)."""
         import numpy as np
-        records = np.zeros((CLOCK_SLOTS, 2), dtype=np.uint64)
+        records = np.zeros((count, 2), dtype=np.uint64)
         driver.copy_to_host(records, self.clocks)
-        nanoseconds, cycles = records[:min(count, CLOCK_SLOTS)].T.astype(np.float64)
-        return [1000.0 * c / ns for ns, c in zip(nanoseconds, cycles) if ns > 0 and c > 0]
+        return [1000.0 * float(c) / float(ns) if ns > 0 and c > 0 else None
+                for ns, c in records]
 
     def empty(self, stream: int) -> None:
         self.empty_launcher.launch(self.empty_config, 1, 1, 1, stream)
@@ -130,13 +155,14 @@ class TimingKernels:
         driver.free_quietly(self.clocks)
 
 
-def sample_count(budget_ms: float, estimate_ms: float) -> int:
+def sample_count(budget_ms: float, estimate_ms: float, least: int = MIN_SAMPLES) -> int:
+    """Samples that fit the budget, at least `least` (--min-samples) and at most MAX_SAMPLES."""
     if estimate_ms <= 0:
         return MAX_SAMPLES
-    return max(MIN_SAMPLES, min(MAX_SAMPLES, math.ceil(budget_ms / estimate_ms)))
+    return max(least, min(MAX_SAMPLES, math.ceil(budget_ms / estimate_ms)))
 
 
-def _after(first: Callable[[int], None], then: Callable[[int], None]) -> Callable[[int], None]:
+def after(first: Callable[[int], None], then: Callable[[int], None]) -> Callable[[int], None]:
     def both(stream: int) -> None:
         first(stream)
         then(stream)
@@ -158,30 +184,40 @@ def estimate_ms(launch: Callable[[int], None], stream: int) -> float:
     return elapsed / ESTIMATE_LAUNCHES
 
 
-def pair_samples(stream: int, kernels: TimingKernels, inside: Callable[[int], None],
-                 count: int, per_batch: int = BATCH,
-                 before: Callable[[int], None] | None = None,
-                 progress: Callable[[int, int], None] | None = None,
-                 record_clock: bool = False) -> list[float]:
-    """`count` event pairs around `inside(stream)`, in microseconds.
+def sample(stream: int, kernels: TimingKernels, inside: Callable[[int], None],
+           count: int, per_batch: int = BATCH,
+           before: Callable[[int], None] | None = None,
+           progress: Callable[[int, int], None] | None = None,
+           clocks: bool = False,
+           enough: Callable[[list[float]], bool] | None = None) -> Pairs:
+    """Up to `count` event pairs around `inside(stream)`, in microseconds.
 
     `before(stream)`, if given, is queued ahead of each pair (the L2 flush).
-    Pairs are queued in batches of `per_batch`, each behind a spin kernel,
-    which records the SM clock in slot i for batch i when `record_clock`.
+    Pairs are queued in batches of `per_batch`, each behind a spin kernel.
+    `clocks`: a clock probe follows each pair. `enough(pairs so far)`: asked
+    after each batch (which then waits for the GPU); True stops sampling.
     """
-    pairs = [(driver.create_event(), driver.create_event()) for _ in range(count)]
+    if clocks:
+        kernels.clear_clocks(stream)
+    pairs: list[tuple] = []
+    times: list[float] = []
     spin_ns = FIRST_SPIN_NS
+    stopped = False
     try:
         for first in range(0, count, per_batch):
-            batch = pairs[first:first + per_batch]
-            kernels.spin(stream, spin_ns, first // per_batch if record_clock else None)
+            batch = [(driver.create_event(), driver.create_event())
+                     for _ in range(min(per_batch, count - first))]
+            pairs.extend(batch)
+            kernels.spin(stream, spin_ns)
             queued_at = time.perf_counter_ns()
-            for start, end in batch:
+            for index, (start, end) in enumerate(batch, first):
                 if before:
                     before(stream)
                 driver.record_event(start, stream)
                 inside(stream)
                 driver.record_event(end, stream)
+                if clocks:
+                    kernels.probe_clock(stream, index)
             if first == 0:
                 # Size later spins from the first batch, queued behind a generous spin
                 # into an empty queue. Measured once: a later batch may wait for room
@@ -189,8 +225,18 @@ def pair_samples(stream: int, kernels: TimingKernels, inside: Callable[[int], No
                 spin_ns = min(MAX_SPIN_NS, max(MIN_SPIN_NS, 2 * (time.perf_counter_ns() - queued_at)))
             if progress:
                 progress(first + len(batch), count)
+            if enough is not None:
+                driver.stream_synchronize(stream, context="timed launches")
+                times.extend(1000.0 * driver.elapsed_ms(start, end) for start, end in batch)
+                if first + len(batch) < count and enough(times):
+                    stopped = True
+                    if progress:
+                        progress(count, count)      # done: a progress line clears itself
+                    break
         driver.stream_synchronize(stream, context="timed launches")
-        return [1000.0 * driver.elapsed_ms(start, end) for start, end in pairs]
+        times.extend(1000.0 * driver.elapsed_ms(start, end) for start, end in pairs[len(times):])
+        probed = kernels.read_clocks(len(times)) if clocks else [None] * len(times)
+        return Pairs(times, probed, stopped)
     finally:
         for start, end in pairs:
             driver.destroy_event(start)
@@ -219,43 +265,55 @@ def least_squares_slope(xs: list[float], ys: list[float]) -> float:
 
 
 def event_offset_us(stream: int, kernels: TimingKernels) -> float:
-    """What an event pair adds to the launch it brackets, measured on an empty kernel."""
+    """What an event pair adds to the launch it brackets, measured on an empty kernel.
+
+    The pairs are taken as the samples are, a clock probe after each, so that
+    whatever the probe changes in the next pair's cost is in the offset too."""
     medians = {}
     for repeats in CALIBRATION_REPEATS:
         def empties(s: int, repeats: int = repeats) -> None:
             for _ in range(repeats):
                 kernels.empty(s)
-        samples = pair_samples(stream, kernels, empties, CALIBRATION_SAMPLES,
-                               per_batch=max(1, CALIBRATION_BATCH_LAUNCHES // repeats))
-        medians[repeats] = statistics.median(samples)
+        samples = sample(stream, kernels, empties, CALIBRATION_SAMPLES,
+                         per_batch=max(1, CALIBRATION_BATCH_LAUNCHES // repeats), clocks=True)
+        medians[repeats] = statistics.median(samples.pairs_us)
     return offset_from_medians(medians)
 
 
-def time_kernel(launch: Callable[[int], None], stream: int, kernels: TimingKernels,
-                options: TimingOptions,
-                progress: Callable[[int, int], None] | None = None) -> Timed:
-    """Samples of one launch's device time.
+def sample_cost_ms(inside: Callable[[int], None], stream: int, kernels: TimingKernels,
+                   flush: Callable[[int], None] | None = None) -> float:
+    """What one sample costs the GPU: the flush (cold), what is timed and the
+    clock probe after it. The budget is what sampling takes, as do_bench's is
+    (its estimate times its cache flush too): counting the kernel alone made a
+    6 us kernel's 100 ms cold budget take 0.5 s."""
+    timed = after(flush, inside) if flush else inside
+    return estimate_ms(after(timed, lambda s: kernels.probe_clock(s, 0)), stream)
 
-    `launch(stream)` queues one launch of the kernel on `stream`.
-    """
+
+def warm_up(launch: Callable[[int], None], stream: int, options: TimingOptions) -> float:
+    """Launch for the warm-up budget; returns the per-launch estimate (ms)."""
     estimate = estimate_ms(launch, stream)
     for _ in range(sample_count(options.warmup_ms, estimate)):
         launch(stream)
-    offset = None
-    if not options.raw_events:
-        if kernels.event_offset_us is None:
-            kernels.event_offset_us = event_offset_us(stream, kernels)
-        offset = kernels.event_offset_us
-    flush = kernels.flush if options.l2 == "cold" else None
-    # The budget is what sampling takes, as do_bench's is (its estimate times its
-    # cache flush too): a cold sample costs the flush as well as the launch.
-    # Counting the kernel alone made a 6 us kernel's 100 ms budget take 0.5 s.
-    per_sample = estimate_ms(_after(flush, launch), stream) if flush else estimate
-    count = sample_count(options.rep_ms, per_sample)
-    samples = pair_samples(stream, kernels, launch, count, before=flush,
-                           progress=progress, record_clock=True)
-    kept, dropped = corrected(samples, offset or 0.0)
-    return Timed(kept, offset, kernels.read_clocks(math.ceil(count / BATCH)), dropped)
+    return estimate
+
+
+def offset_us(stream: int, kernels: TimingKernels, options: TimingOptions) -> float | None:
+    """The event offset to subtract (measured once per TimingKernels), or None for raw pairs."""
+    if options.raw_events:
+        return None
+    if kernels.event_offset_us is None:
+        kernels.event_offset_us = event_offset_us(stream, kernels)
+    return kernels.event_offset_us
+
+
+def batch_size(count: int, options: TimingOptions) -> int:
+    """Samples per batch: with --max-noise the stopping rule is asked after each
+    batch, so batches are a tenth of the budget's samples (at least
+    --min-samples), letting a steady kernel stop early."""
+    if options.max_noise is None:
+        return BATCH
+    return max(1, min(BATCH, max(options.min_samples, math.ceil(count / 10))))
 
 
 def corrected(samples: list[float], offset: float) -> tuple[list[float], int]:
@@ -267,3 +325,9 @@ def corrected(samples: list[float], offset: float) -> tuple[list[float], int]:
     if not kept:
         return [0.0] * len(samples), 0
     return kept, len(samples) - len(kept)
+
+
+def timed_something(samples: list[float], offset: float) -> list[bool]:
+    """Which samples corrected() keeps (all of them when none would be)."""
+    keep = [sample > offset for sample in samples]
+    return keep if any(keep) else [True] * len(samples)

@@ -22,6 +22,10 @@ class RunOptions:
     keep_samples: bool = False          # every timing sample in the JSON (`--samples`)
     guard: bool = True                  # guard bands around the buffers (gpu/guards.py)
     repeat: int = 1                     # launches compared bit for bit (debug/repeat.py)
+    timer: str = "events"               # events, cupti or graph (gpu/timers/)
+    max_noise: float | None = None      # stop sampling once the median is this steady
+    min_samples: int | None = None      # None: timing.MIN_SAMPLES
+    energy: bool = False                # joules per launch from NVML (gpu/energy.py)
 
 
 @dataclass
@@ -37,7 +41,13 @@ class RunResult:
     saved: list[str] = field(default_factory=list)
     samples_us: list[float] | None = None            # kept with RunOptions.keep_samples
     dropped_samples: int = 0                         # timing.corrected() says why
-    sm_clock_mhz: list[float] = field(default_factory=list)   # measured while timing
+    sm_clock_mhz: list[float | None] = field(default_factory=list)   # per kept sample
+    throttled_samples: int = 0                       # dropped: taken below 75% of the top clock
+    timer: str | None = None                         # which timer took the samples
+    stopped: str | None = None                       # "noise" (--max-noise met) or "budget"
+    launches_per_sample: int = 1                     # the graph timer's launches per replay
+    noise: float | None = None                       # the median's relative error (gpu/timers/noise.py)
+    energy: Any = None                               # energy.Energy, with --energy
     timing_s: float | None = None                    # wall time of the timing itself
     debug: list = field(default_factory=list)        # guard and repeat reports (debug/)
     stages: dict[str, float] = field(default_factory=dict)   # seconds: see STAGES
@@ -70,7 +80,7 @@ class RunResult:
 
     def clock_json(self) -> dict[str, float | None]:
         import statistics
-        clocks = self.sm_clock_mhz
+        clocks = [c for c in self.sm_clock_mhz if c is not None]
         return {"sm_clock_mhz": statistics.median(clocks) if clocks else None,
                 "sm_clock_min_mhz": min(clocks) if clocks else None,
                 "sm_clock_max_mhz": max(clocks) if clocks else None}
@@ -79,11 +89,17 @@ class RunResult:
         spec = self.spec
         timing = None
         if self.timing is not None:
-            timing = {**self.timing.to_json(), "l2": self.l2,
+            timing = {**self.timing.to_json(), "l2": self.l2, "timer": self.timer,
                       "event_offset_us": self.event_offset_us, **self.clock_json(),
-                      "dropped_samples": self.dropped_samples, "elapsed_s": self.timing_s}
+                      "dropped_samples": self.dropped_samples,
+                      "throttled_samples": self.throttled_samples,
+                      "noise": self.noise,
+                      "stopped": self.stopped,
+                      "launches_per_sample": self.launches_per_sample,
+                      "elapsed_s": self.timing_s}
             if self.samples_us is not None:
                 timing["samples_us"] = self.samples_us
+                timing["sm_clocks_mhz"] = self.sm_clock_mhz     # each sample's, in order
         return {
             "kernel": self.kernel["name"],
             "kernel_file": str(spec.kernel.path),
@@ -101,6 +117,7 @@ class RunResult:
                 "passed": self.passed,
                 "outputs": {c.name: c.to_json() for c in self.checks},
             },
+            "energy": self.energy.to_json() if self.energy is not None else None,
             "saved": self.saved,
             "stages_s": {name: round(self.stages[name], 6) for name in STAGES
                          if name in self.stages},

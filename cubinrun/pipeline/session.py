@@ -198,6 +198,7 @@ class _Run:
     def execute(self) -> RunResult:
         from ..gpu.props import peak_bandwidth_gbps, peak_fp32_tflops
         from ..gpu.stats import Summary
+        from ..gpu.timers.noise import median_noise
         spec, plan, device, kernel = self.spec, self.plan, self.device, self.ready.kernel
         attr = lambda name: driver.device_attribute(device.handle, name)  # noqa: E731
         device_info = {
@@ -221,7 +222,7 @@ class _Run:
         if plan.ctas > 0:
             self.debug_checks(result, stream)
         if self.options.bench and plan.ctas > 0:
-            result.l2 = self.options.l2 or spec.bench.l2
+            result.l2 = "hot" if self.options.timer == "graph" else (self.options.l2 or spec.bench.l2)
             started = time.perf_counter()
             timed = self.time(self.ready.launch, stream, result.l2)
             result.timing_s = time.perf_counter() - started
@@ -229,8 +230,16 @@ class _Run:
             result.event_offset_us = timed.event_offset_us
             result.dropped_samples = timed.dropped
             result.sm_clock_mhz = timed.sm_clock_mhz
+            result.throttled_samples = timed.throttled
+            result.timer, result.stopped = timed.timer, timed.stopped
+            result.launches_per_sample = timed.launches_per_sample
+            result.noise = median_noise(timed.samples_us)
             if self.options.keep_samples:
                 result.samples_us = timed.samples_us
+        if self.options.energy and plan.ctas > 0:
+            from ..gpu.energy import measure_energy
+            result.energy = self.guarded(measure_energy, self.ready.launch, stream,
+                                         self.device)
         return result
 
     def guarded(self, fn, *args):
@@ -265,14 +274,17 @@ class _Run:
         result.stages.update(done.seconds)
 
     def time(self, launch, stream: int, l2: str):
-        from ..gpu.timing import TimingOptions, time_kernel
-        bench = self.spec.bench
-        options = TimingOptions(
-            warmup_ms=self.options.warmup_ms if self.options.warmup_ms is not None else bench.warmup_ms,
-            rep_ms=self.options.rep_ms if self.options.rep_ms is not None else bench.rep_ms,
-            l2=l2, raw_events=self.options.raw_events)
-        return self.guarded(time_kernel, launch, stream, self.session.timing_kernels(), options,
-                            _progress if self.options.progress else None)
+        from ..gpu.timers import time_kernel
+        from ..gpu.timing import MIN_SAMPLES, TimingOptions
+        bench, options = self.spec.bench, self.options
+        timing = TimingOptions(
+            warmup_ms=options.warmup_ms if options.warmup_ms is not None else bench.warmup_ms,
+            rep_ms=options.rep_ms if options.rep_ms is not None else bench.rep_ms,
+            l2=l2, raw_events=options.raw_events, timer=options.timer,
+            max_noise=options.max_noise,
+            min_samples=options.min_samples if options.min_samples is not None else MIN_SAMPLES)
+        return self.guarded(time_kernel, launch, stream, self.session.timing_kernels(), timing,
+                            _progress if options.progress else None)
 
 
 def _progress(done: int, total: int) -> None:

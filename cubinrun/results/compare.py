@@ -23,6 +23,11 @@ Then, with t the threshold (3% by default):
   whenever the SM clock measured during the two runs differs by more than t
   (a throttled or boosted GPU, not the kernel).
 
+Energy is a second metric: when both runs measured it (`--energy`), the ratio
+of their joules per launch and an energy verdict (SAME within the threshold,
+else MORE or LESS; one reading per run, so no test of significance). It is
+reported, not gated: only SLOWER fails a comparison.
+
 SciPy is imported only here, so only `compare` and `launch --baseline` pay
 for it.
 """
@@ -33,6 +38,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import UsageError
+from ..text import parse_fraction
 from .reader import point_key
 
 DEFAULT_THRESHOLD = 0.03
@@ -60,6 +66,10 @@ class Comparison:
     baseline_us: float | None = None
     new_us: float | None = None
     reason: str = ""
+    baseline_j: float | None = None      # energy.j_per_launch, when both sides have it
+    new_j: float | None = None
+    energy_ratio: float | None = None
+    energy_verdict: str | None = None    # SAME, MORE or LESS
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -67,17 +77,7 @@ class Comparison:
 
 def parse_threshold(text: str | float) -> float:
     """`3%` or `0.03`."""
-    raw = str(text).strip()
-    try:
-        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
-    except ValueError:
-        raise UsageError(f"--threshold {text!r}: expected a percentage such as 3% or a "
-                         "fraction such as 0.03") from None
-    if not raw.endswith("%") and value >= 1:
-        raise UsageError(f"--threshold {text!r}: write {raw}% for a percentage")
-    if not 0 <= value < 1:
-        raise UsageError(f"--threshold {text!r}: must be between 0% and 100%")
-    return value
+    return parse_fraction(text, "--threshold")
 
 
 class Baseline:
@@ -139,6 +139,7 @@ def _name(spec: str | None) -> str | None:
 
 def compare_pair(base: dict, new: dict, threshold: float = DEFAULT_THRESHOLD) -> Comparison:
     out = Comparison(new.get("spec"), new.get("kernel"), new.get("point", {}), "NO TIMING")
+    compare_energy(base, new, out, threshold)
     bt, nt = base.get("timing"), new.get("timing")
     if not bt or not nt or not bt.get("median_us") or nt.get("median_us") is None:
         out.reason = "a run without timing on " + ("neither side" if bt and nt else
@@ -161,6 +162,15 @@ def compare_pair(base: dict, new: dict, threshold: float = DEFAULT_THRESHOLD) ->
         out.reason = "too noisy to tell: rerun with a longer --rep" + (
             "" if out.method == "mann-whitney" else ", or keep --samples for a rank test")
     return out
+
+
+def compare_energy(base: dict, new: dict, out: Comparison, threshold: float) -> None:
+    a, b = ((r.get("energy") or {}).get("j_per_launch") for r in (base, new))
+    if not a or b is None:
+        return
+    out.baseline_j, out.new_j, out.energy_ratio = a, b, b / a
+    out.energy_verdict = ("MORE" if out.energy_ratio > 1 + threshold else
+                          "LESS" if out.energy_ratio < 1 / (1 + threshold) else "SAME")
 
 
 def decide(ratio: float, low: float | None, high: float | None, significant: bool,

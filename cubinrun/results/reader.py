@@ -80,7 +80,8 @@ def _loads(text: str, path: Path):
 
 
 _NUMBER_KEYS = ("median_us", "min_us", "max_us", "mean_us", "std_us", "p10_us", "p90_us",
-                "sm_clock_mhz", "event_offset_us")
+                "sm_clock_mhz", "event_offset_us", "noise")
+_ENERGY_KEYS = ("j_per_launch", "watts", "sm_clock_mhz", "window_s", "launch_us")
 
 
 def _number(value) -> bool:
@@ -92,7 +93,7 @@ def _problem(result: dict) -> str | None:
     for key in ("spec", "kernel", "status"):
         if result.get(key) is not None and not isinstance(result[key], str):
             return f"`{key}` should be a string"
-    for key in ("device", "timing", "throughput", "check", "compare", "error"):
+    for key in ("device", "timing", "throughput", "check", "compare", "error", "energy"):
         if result.get(key) is not None and not isinstance(result[key], dict):
             return f"`{key}` should be an object"
     if result.get("exit_code") is not None and not (
@@ -116,6 +117,10 @@ def _problem(result: dict) -> str | None:
     if samples is not None and not (isinstance(samples, list) and len(samples) <= MAX_RESULT_SAMPLES
                                     and all(_number(v) and v >= 0 for v in samples)):
         return "`timing.samples_us` should be a list of times"
+    energy = result.get("energy") or {}
+    for key in _ENERGY_KEYS:
+        if energy.get(key) is not None and not (_number(energy[key]) and energy[key] >= 0):
+            return f"`energy.{key}` should be a number >= 0"
     throughput = result.get("throughput") or {}
     if not all(v is None or _number(v) for v in throughput.values()):
         return "`throughput` should hold numbers"

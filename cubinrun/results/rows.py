@@ -51,6 +51,7 @@ def check_word(result: dict) -> str:
 
 def row(result: dict) -> dict[str, Any]:
     timing = result.get("timing") or {}
+    energy = result.get("energy") or {}
     value, unit, fraction = throughput(result)
     compare = result.get("compare") or {}
     return {
@@ -65,6 +66,10 @@ def row(result: dict) -> dict[str, Any]:
                                            f"exit {result.get('exit_code')}"),
         "verdict": compare.get("verdict"),
         "ratio": compare.get("ratio"),
+        "j_per_launch": energy.get("j_per_launch"),
+        "watts": energy.get("watts"),
+        "energy_ratio": compare.get("energy_ratio"),
+        "throttled_samples": timing.get("throttled_samples"),
         "error": (result.get("error") or {}).get("message"),
     }
 

@@ -1,6 +1,6 @@
 """The table at the end of a multi-run command (stdout): spec, point, median,
-throughput, % of peak, check, status, and the baseline verdict when there is
-one; then a one-line summary."""
+throughput, % of peak, check, status, joules per launch when measured, and the
+baseline verdict when there is one; then a one-line summary."""
 from __future__ import annotations
 
 from .rows import device_labels, number, percent, row
@@ -19,6 +19,9 @@ def render_summary(results: list[dict], summary: dict, console) -> None:
         table.add_column(column, justify="right" if column in ("median µs", "throughput",
                                                                 "% peak") else "left",
                          min_width=min(widest.get(column, 0), 40) or None)
+    energy = any(r.get("energy") for r in results)
+    if energy:
+        table.add_column("J/launch", justify="right")
     if compared:
         table.add_column("vs baseline")
     gpus = device_labels(results)
@@ -33,6 +36,8 @@ def render_summary(results: list[dict], summary: dict, console) -> None:
                  f"{number(flat['throughput'])} {flat['unit']}".strip(),
                  percent(flat["peak_fraction"]), flat["check"],
                  f"[{style}]{escape(status)}[/{style}]" if style else escape(status)]
+        if energy:
+            cells.append(number(flat["j_per_launch"], 4))
         if compared:
             compare = result.get("compare") or {}
             verdict = compare.get("verdict", "")

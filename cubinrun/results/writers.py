@@ -22,8 +22,10 @@ from .rows import DEBUG_CHECKS, failed_checks, number, percent, point_text, row
 CSV_COLUMNS = ("spec", "point", "kernel", "device", "device_ordinal", "device_uuid", "host",
                "exit_code", "status", "check",
                "median_us", "min_us", "max_us", "mean_us", "std_us", "p10_us", "p90_us",
-               "samples", "l2", "sm_clock_mhz", "gbps", "tflops", "bandwidth_fraction",
-               "fp32_fraction", "verdict", "ratio", "error")
+               "samples", "l2", "sm_clock_mhz", "timer", "throttled_samples", "noise",
+               "gbps", "tflops", "bandwidth_fraction", "fp32_fraction",
+               "j_per_launch", "watts", "energy_sm_clock_mhz",
+               "verdict", "ratio", "energy_ratio", "error")
 
 
 def summarize(results: list[dict], exit_code: int, not_run: int = 0,
@@ -97,7 +99,11 @@ def csv_text(results: list[dict]) -> str:
             "check": flat["check"], "verdict": flat["verdict"], "ratio": flat["ratio"],
             "error": flat["error"],
             **{k: timing.get(k) for k in ("median_us", "min_us", "max_us", "mean_us", "std_us",
-                                          "p10_us", "p90_us", "samples", "l2", "sm_clock_mhz")},
+                                          "p10_us", "p90_us", "samples", "l2", "sm_clock_mhz",
+                                          "timer", "throttled_samples", "noise")},
+            "j_per_launch": flat["j_per_launch"], "watts": flat["watts"],
+            "energy_sm_clock_mhz": (result.get("energy") or {}).get("sm_clock_mhz"),
+            "energy_ratio": flat["energy_ratio"],
             **{k: t.get(k) for k in ("gbps", "tflops", "bandwidth_fraction", "fp32_fraction")},
             **{f"point.{k}": v for k, v in (result.get("point") or {}).items()},
         }
@@ -107,12 +113,15 @@ def csv_text(results: list[dict]) -> str:
 
 def markdown_text(results: list[dict], summary: dict) -> str:
     compared = any(r.get("compare") for r in results)
+    energy = any(r.get("energy") for r in results)
     header = ["spec", "point", "median µs", "throughput", "% of peak", "check", "status"]
+    if energy:
+        header[5:5] = ["J/launch", "W"]
     if compared:
         header += ["vs baseline"]
     lines = [f"### cubinrun: {_md(headline(summary))}", "",
              "| " + " | ".join(header) + " |",
-             "| " + " | ".join("---:" if h in ("median µs", "throughput", "% of peak") else "---"
+             "| " + " | ".join("---:" if h in NUMERIC_COLUMNS else "---"
                                for h in header) + " |"]
     for result in results:
         flat = row(result)
@@ -120,10 +129,15 @@ def markdown_text(results: list[dict], summary: dict) -> str:
         cells = [f"`{flat['spec']}`", flat["point"], number(flat["median_us"]),
                  f"{number(flat['throughput'])} {flat['unit']}".strip(),
                  percent(flat["peak_fraction"]), flat["check"], status]
+        if energy:
+            cells[5:5] = [number(flat["j_per_launch"], 4), number(flat["watts"], 0)]
         if compared:
             cells.append(_verdict_text(result.get("compare")))
         lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+NUMERIC_COLUMNS = ("median µs", "throughput", "% of peak", "J/launch", "W")
 
 
 def _verdict_text(compare: dict | None) -> str:
@@ -160,7 +174,9 @@ def junit_text(results: list[dict], summary: dict) -> str:
             name += f"[{flat['point']}]"
         case = ET.SubElement(suite, "testcase", classname=_classname(flat["spec"]), name=name,
                              time=f"{result.get('wall_s') or 0.0:.3f}")
-        properties = {k: flat[k] for k in ("median_us", "throughput", "peak_fraction", "ratio")
+        properties = {k: flat[k] for k in ("median_us", "throughput", "peak_fraction", "ratio",
+                                           "j_per_launch", "watts", "energy_ratio",
+                                           "throttled_samples")
                       if flat[k] is not None}
         if properties:
             props = ET.SubElement(case, "properties")

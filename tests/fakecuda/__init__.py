@@ -82,6 +82,43 @@ class FakeDriver:
         """cuPointerGetAttribute on [lo, hi) answers `result`, or address + delta on success."""
         assert self._lib.fake_add_pointer_rule(lo, hi, result, delta) == 0
 
+    def set_clocks(self, mhz: Sequence[float]) -> None:
+        """The SM clocks successive clock probes (timing.py) report, cycled."""
+        array = (ctypes.c_double * len(mhz))(*mhz)
+        assert self._lib.fake_set_clocks(len(mhz), array) == 0
+
+    @property
+    def graphs_live(self) -> int:
+        """Graphs and executable graphs made and not destroyed."""
+        return self._lib.fake_graphs_live()
+
+    @property
+    def capturing(self) -> bool:
+        return bool(self._lib.fake_capturing())
+
+    # The graph entry points, called by the fake device in place of cuda.bindings'
+    # (by the names cuda.h gives them: cuStreamBeginCapture_v2, ...WithFlags).
+    def begin_capture(self, stream: int, mode: int) -> int:
+        return self._lib.cuStreamBeginCapture_v2(ctypes.c_void_p(stream), mode)
+
+    def end_capture(self, stream: int) -> tuple[int, int]:
+        graph = ctypes.c_void_p()
+        return self._lib.cuStreamEndCapture(ctypes.c_void_p(stream), ctypes.byref(graph)), \
+            graph.value
+
+    def instantiate(self, graph: int) -> tuple[int, int]:
+        graph_exec = ctypes.c_void_p()
+        return self._lib.cuGraphInstantiateWithFlags(
+            ctypes.byref(graph_exec), ctypes.c_void_p(graph), ctypes.c_ulonglong(0)), \
+            graph_exec.value
+
+    def launch_graph(self, graph_exec: int, stream: int) -> int:
+        return self._lib.cuGraphLaunch(ctypes.c_void_p(graph_exec), ctypes.c_void_p(stream))
+
+    def destroy(self, name: str, handle: int) -> int:
+        """cuGraphDestroy or cuGraphExecDestroy."""
+        return getattr(self._lib, name)(ctypes.c_void_p(handle))
+
     def fail_launch(self, result: int, after: int = 0) -> None:
         """After `after` more successful launches, the next returns `result` (once)."""
         self._lib.fake_fail_launch(after, result)
@@ -148,19 +185,6 @@ def shared_fake_driver(folder: Path) -> FakeDriver:
     if _shared is None:
         _shared = build_fake_driver(folder)
     return _shared
-
-
-def install_fake_device(monkeypatch, fake: FakeDriver, param_sizes: Sequence[int]):
-    """A fresh FakeDevice in place of `driver.call`, the fake libcuda reset and told
-    the launcher's parameter sizes: what a test of the whole launch path needs."""
-    from cubinrun.gpu import driver
-
-    from .device import FakeDevice
-    device = FakeDevice(lambda: fake.launch_count)
-    monkeypatch.setattr(driver, "call", device)
-    fake.reset()
-    fake.set_param_sizes(param_sizes)
-    return device
 
 
 @contextmanager

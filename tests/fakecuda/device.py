@@ -74,8 +74,11 @@ class FakeDevice:
     KERNEL_US = 3.0
     TOTAL_MEMORY = 141 << 30
 
-    def __init__(self, launches: Callable[[], int]):
+    CLOCK_FUNCTION = 0xC10C             # cubinrun_clock: the fake libcuda writes its record
+
+    def __init__(self, launches: Callable[[], int], libcuda=None):
         self.launches = launches            # how many launches the fake libcuda took
+        self.libcuda = libcuda              # a FakeDriver, for the graph calls
         self.sticky_kernels: set[str] = set()
         self.crash_kernels: set[str] = set()
         self.poison_at_sync = False
@@ -123,7 +126,7 @@ class FakeDevice:
             os.kill(os.getpid(), signal.SIGKILL)
         if kernel in self.sticky_kernels:
             self.poison_at_sync = True      # its launch "faults"; the next sync says so
-        return 0xF00D
+        return self.CLOCK_FUNCTION if kernel == "cubinrun_clock" else 0xF00D
 
     def cuModuleGetGlobal(self, module, name):
         symbol = name.decode()
@@ -188,3 +191,28 @@ class FakeDevice:
         return (self.EVENT_OFFSET_US + launches * self.KERNEL_US) / 1000.0
 
     def cuEventDestroy(self, event): return None
+
+    # Stream capture and graphs: the fake libcuda holds the launches, so it answers.
+    def _graph(self, name, result, *values):
+        if result != 0:
+            raise driver.cuda_error(name, result)
+        return values[0] if values else None
+
+    def cuStreamBeginCapture(self, stream, mode):
+        return self._graph("cuStreamBeginCapture", self.libcuda.begin_capture(stream, int(mode)))
+
+    def cuStreamEndCapture(self, stream):
+        return self._graph("cuStreamEndCapture", *self.libcuda.end_capture(stream))
+
+    def cuGraphInstantiate(self, graph, flags):
+        return self._graph("cuGraphInstantiate", *self.libcuda.instantiate(graph))
+
+    def cuGraphLaunch(self, graph_exec, stream):
+        return self._graph("cuGraphLaunch", self.libcuda.launch_graph(graph_exec, stream))
+
+    def cuGraphExecDestroy(self, graph_exec):
+        return self._graph("cuGraphExecDestroy", self.libcuda.destroy("cuGraphExecDestroy",
+                                                                      graph_exec))
+
+    def cuGraphDestroy(self, graph):
+        return self._graph("cuGraphDestroy", self.libcuda.destroy("cuGraphDestroy", graph))

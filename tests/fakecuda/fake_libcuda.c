@@ -11,7 +11,12 @@
    with host memory as device memory, so a repro runs against it in another
    process: there $FAKECUDA_PARAM_SIZES (e.g. "8,8,8,4") gives the parameter
    sizes, every launch record is appended to $FAKECUDA_RECORD and every
-   allocation ("address size" lines) to $FAKECUDA_ALLOCATIONS. */
+   allocation ("address size" lines) to $FAKECUDA_ALLOCATIONS.
+
+   For the timers: stream capture and graphs (cuStreamBeginCapture ..
+   cuGraphLaunch; the fake device forwards cuda.bindings' calls of them here,
+   where the launches are), and the clock probe (the function handle
+   CLOCK_FUNCTION), which reports the clocks fake_set_clocks() gives. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,8 +71,26 @@ static int pointer_calls;
 static CUresult failing_result; /* what the failing launch returns */
 static int launches_before_failure = -1; /* successful launches left before it; -1: none */
 
+/* Stream capture and graphs (the graph timer): while a stream captures, its
+   launches are counted into the graph, not run; a graph launch then counts as
+   that many launches. */
+#define CLOCK_FUNCTION 0xC10Cu /* what the fake device hands out for cubinrun_clock */
+#define MAX_CLOCKS 64
+static CUstream capturing;       /* the stream being captured; NULL: none */
+static int captured;             /* launches captured so far */
+static int graphs_live;          /* graphs and executable graphs not yet destroyed */
+static double clocks_mhz[MAX_CLOCKS] = {1980.0};
+static int num_clocks = 1;
+static int clock_probes;
+
 void fake_reset(void) {
   num_launches = 0;
+  capturing = NULL;
+  captured = 0;
+  graphs_live = 0;
+  clocks_mhz[0] = 1980.0;
+  num_clocks = 1;
+  clock_probes = 0;
   num_param_sizes = 0;
   num_rules = 0;
   pointer_calls = 0;
@@ -98,6 +121,18 @@ void fake_fail_launch(int after, int result) {
   failing_result = (CUresult)result;
 }
 int fake_pointer_calls(void) { return pointer_calls; }
+int fake_graphs_live(void) { return graphs_live; }
+int fake_capturing(void) { return capturing != NULL; }
+
+/* The SM clocks successive clock probes report, cycled. */
+int fake_set_clocks(int n, const double *mhz) {
+  if (n < 1 || n > MAX_CLOCKS)
+    return -1;
+  memcpy(clocks_mhz, mhz, n * sizeof *mhz);
+  num_clocks = n;
+  clock_probes = 0;
+  return 0;
+}
 int fake_launch_count(void) { return num_launches; }
 const FakeLaunch *fake_launch(int i) {
   return i >= 0 && i < num_launches && i < MAX_LAUNCHES ? &launches[i] : NULL;
@@ -146,6 +181,16 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **par
     return failing_result;
   if (config->numAttrs > MAX_ATTRS || extra != NULL)
     return CUDA_ERROR_INVALID_VALUE;
+  if (capturing != NULL && config->hStream == capturing) {
+    captured++;
+    return CUDA_SUCCESS;
+  }
+  if ((uintptr_t)f == CLOCK_FUNCTION) { /* the probe writes {ns, cycles}: 2 us at the clock */
+    uint64_t *record = *(uint64_t **)params[0];
+    double mhz = clocks_mhz[clock_probes++ % num_clocks];
+    record[0] = 2000;
+    record[1] = (uint64_t)(2000.0 * mhz / 1000.0 + 0.5);
+  }
   if (num_launches++ >= MAX_LAUNCHES)
     return CUDA_SUCCESS;
   FakeLaunch *l = &launches[num_launches - 1];
@@ -267,5 +312,59 @@ CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
 }
 CUresult cuGetErrorName(CUresult error, const char **name) {
   *name = error == CUDA_ERROR_INVALID_IMAGE ? "CUDA_ERROR_INVALID_IMAGE" : "CUDA_ERROR_FAKE";
+  return CUDA_SUCCESS;
+}
+
+/* ---- stream capture and graphs ------------------------------------------- */
+
+typedef struct {
+  int launches;
+} FakeGraph;
+
+CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode mode) {
+  if (capturing != NULL)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  capturing = stream;
+  captured = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph) {
+  if (capturing == NULL || stream != capturing)
+    return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+  FakeGraph *g = malloc(sizeof *g);
+  if (!g)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  g->launches = captured;
+  capturing = NULL;
+  graphs_live++;
+  *graph = (CUgraph)g;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph, unsigned long long flags) {
+  FakeGraph *g = malloc(sizeof *g);
+  if (!g)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  g->launches = ((FakeGraph *)graph)->launches;
+  graphs_live++;
+  *exec = (CUgraphExec)g;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) {
+  num_launches += ((FakeGraph *)exec)->launches; /* counted, not recorded */
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  free(exec);
+  graphs_live--;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphDestroy(CUgraph graph) {
+  free(graph);
+  graphs_live--;
   return CUDA_SUCCESS;
 }

@@ -17,7 +17,7 @@ from .device import FakeDevice
 
 def install() -> None:
     libcuda = FakeDriver(Path(os.environ["CUBINRUN_LIBCUDA"]))
-    device = FakeDevice(lambda: libcuda.launch_count)
+    device = FakeDevice(lambda: libcuda.launch_count, libcuda)
     device.sticky_kernels = set(filter(None, os.environ.get("FAKECUDA_STICKY", "").split(",")))
     device.crash_kernels = set(filter(None, os.environ.get("FAKECUDA_CRASH", "").split(",")))
     driver.call = device
