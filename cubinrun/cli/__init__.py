@@ -16,7 +16,7 @@ import sys
 import click
 
 from ..errors import EXIT_USAGE, BuildError, CubinrunError, one_line
-from . import binaries, caches, device, launch, profile, repro, results, schema, source
+from . import binaries, caches, device, launch, profile, repro, results, schema, source, tune
 from .common import JSON_BEFORE_COMMAND, Flags, everywhere_options, silence_stdout
 
 
@@ -40,7 +40,7 @@ def cli(ctx: click.Context, as_json: bool) -> None:
 
 for _command in (launch.launch, results.compare, results.plot, source.gen, device.props,
                  binaries.inspect, binaries.compile_command, binaries.init, profile.profile,
-                 repro.repro, caches.cache, schema.schema):
+                 repro.repro, caches.cache, schema.schema, tune.tune):
     cli.add_command(_command)
 
 

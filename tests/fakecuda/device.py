@@ -5,7 +5,9 @@ as an H200 would (device memory is host memory). Tests put it in place of
 Faults, for the multi-run tests: a kernel named in `sticky_kernels` poisons
 the context at the next synchronise (as an illegal address does: every later
 call fails the same way, until cuDevicePrimaryCtxReset), and one named in
-`crash_kernels` kills the process when it is loaded.
+`crash_kernels` kills the process when it is loaded. A module whose image
+holds `sticky_marker` (bytes appended to a copy of a cubin) faults like a
+sticky kernel: for sweeps where only some points' binaries fault.
 
 Several devices, for the scale-out tests: $FAKECUDA_DEVICES=N gives N of them
 (named by $FAKECUDA_NAMES, comma-separated, the last name repeated), and then
@@ -81,6 +83,7 @@ class FakeDevice:
         self.libcuda = libcuda              # a FakeDriver, for the graph calls
         self.sticky_kernels: set[str] = set()
         self.crash_kernels: set[str] = set()
+        self.sticky_marker: bytes = b""     # a module whose image holds it faults
         self.poison_at_sync = False
         self.poisoned = False
         self.recorded: dict[int, int] = {}
@@ -119,7 +122,11 @@ class FakeDevice:
     def cuDeviceGetAttribute(self, attribute, handle):
         return self.ATTRIBUTES.get(attribute.name.removeprefix("CU_DEVICE_ATTRIBUTE_"), 1)
 
-    def cuModuleLoadData(self, image): return 7
+    def cuModuleLoadData(self, image):
+        if self.sticky_marker and self.sticky_marker in bytes(image):
+            self.poison_at_sync = True      # a module marked to fault (its launch "faults")
+        return 7
+
     def cuModuleGetFunction(self, module, name):
         kernel = name.decode()
         if kernel in self.crash_kernels:

@@ -3,7 +3,7 @@
 process does not inherit the test's monkeypatching, so it puts the fake
 device in place of the driver itself. The fake libcuda comes through
 $CUBINRUN_LIBCUDA as for any launcher; faults through $FAKECUDA_STICKY and
-$FAKECUDA_CRASH (comma-separated kernel names)."""
+$FAKECUDA_CRASH (comma-separated kernel names) and $FAKECUDA_STICKY_MARKER."""
 from __future__ import annotations
 
 import os
@@ -20,4 +20,5 @@ def install() -> None:
     device = FakeDevice(lambda: libcuda.launch_count, libcuda)
     device.sticky_kernels = set(filter(None, os.environ.get("FAKECUDA_STICKY", "").split(",")))
     device.crash_kernels = set(filter(None, os.environ.get("FAKECUDA_CRASH", "").split(",")))
+    device.sticky_marker = os.environ.get("FAKECUDA_STICKY_MARKER", "").encode()
     driver.call = device

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# cubinrun tune against Kernel Tuner 1.5 on Kernel Tuner's own matmul example
+# (40 points after its restriction, 36 that build), side by side on one GPU:
+#   1. Kernel Tuner's brute force (twice: a first and a second run);
+#   2. `cubinrun tune --strategy brute` from a cold cache (a fresh
+#      CUBINRUN_CACHE_DIR and no storage), then the same command again, which
+#      resumes from storage and must measure nothing (goal: the first at most
+#      10 s, half of Kernel Tuner's 20.6 s measured on the H200);
+#   3. the exhaustive sweep of the same space as `launch --jsonl`, and every
+#      strategy replayed on it (bench/tune_strategies.py) and on the synthetic
+#      reduction landscape.
+# Run from the repository root on the GPU machine, with Kernel Tuner's wheel
+# in .whl/ and the kernel fetched (kernels/thirdparty/fetch.sh, on a machine
+# that reaches GitHub, before the tree is carried there). Writes under
+# ${OUT:-bench/results}.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-bench/results}
+mkdir -p "$out"
+python=${PYTHON:-python3}
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"   # this tree's cubinrun
+spec=configs/realkernels/kt_matmul_tune.yaml
+source=kernels/thirdparty/kernel_tuner/examples/cuda/matmul.cu
+if [[ ! -f $source ]]; then
+    if [[ -x kernels/thirdparty/fetch.sh ]]; then kernels/thirdparty/fetch.sh || true; fi
+    [[ -f $source ]] || { echo "no $source: run kernels/thirdparty/fetch.sh where GitHub is reachable" >&2; exit 2; }
+fi
+if [[ -d .whl ]]; then      # no package index there: the wheels that were carried
+    for package in kernel_tuner optuna sqlalchemy cmaes; do
+        $python -m pip install -q --no-index --find-links .whl "$package" 2>/dev/null ||
+            echo "note: $package is not in .whl/" >&2
+    done
+fi
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$out/tune_gpu.txt"
+
+echo "== Kernel Tuner brute force (two runs)"
+backend=cupy
+$python -c "import cupy" 2>/dev/null || backend=nvcuda
+for run in 1 2; do
+    $python bench/kt_matmul_tune.py "$source" "$backend" | tee -a "$out/tune_kernel_tuner.jsonl"
+done
+
+echo "== cubinrun tune --strategy brute (cold cache, then resumed)"
+export CUBINRUN_CACHE_DIR; CUBINRUN_CACHE_DIR=$(mktemp -d)
+storage=$(mktemp -d)/kt_matmul.sqlite
+for run in cold resumed; do
+    start=$(date +%s.%N)
+    $python -m cubinrun tune "$spec" --strategy brute --json --storage "sqlite:///$storage" \
+        >"$out/tune_cubinrun_$run.json" 2>"$out/tune_cubinrun_$run.log"
+    code=$?
+    end=$(date +%s.%N)
+    $python - "$out/tune_cubinrun_$run.json" "$run" "$code" "$start" "$end" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+best = doc["best"] or {}
+print(json.dumps({"tool": "cubinrun tune", "run": sys.argv[2], "exit": int(sys.argv[3]),
+                  "wall_s": round(float(sys.argv[5]) - float(sys.argv[4]), 2),
+                  "measured": doc["measured"], "stored": doc["stored"],
+                  "valid": doc["space"]["valid"],
+                  "ok": sum(e["status"] == "ok" for e in doc["evaluations"]),
+                  "best": best.get("point"), "best_ms": (best.get("value") or 0) / 1000,
+                  "top_span": doc["span"], "retimed": doc["retimed"]}))
+PY
+done | tee "$out/tune_cubinrun.jsonl"
+
+echo "== the exhaustive sweep as a landscape, and the strategies replayed on it"
+$python -m cubinrun launch "$spec" --jsonl "$out/tune_matmul_landscape.jsonl" >/dev/null 2>&1
+$python bench/tune_strategies.py "$spec" "$out/tune_matmul_landscape.jsonl" \
+    --strategies random,tpe,cmaes --max-evals 40 | tee "$out/tune_strategies_matmul.txt"
+$python bench/tune_strategies.py --strategies random,tpe,cmaes | tee "$out/tune_strategies_reduction.txt"

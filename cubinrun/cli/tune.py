@@ -1,0 +1,420 @@
+"""`cubinrun tune SPEC`: search the spec's sweep space for the best
+configuration (SPEC section 6). The work is in cubinrun/tune/; this module
+reads the options, picks who evaluates (the GPU workers, Ray, a replayed
+results file) and prints or writes what the tune found."""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+
+import click
+
+from .common import (complete_specs, console, device_option, force_option, json_option,
+                     set_option, write_output)
+
+
+@dataclass(frozen=True)
+class TuneArgs:
+    spec: str
+    overrides: tuple[str, ...]
+    axes: tuple[str, ...]
+    constraints: tuple[str, ...]
+    strategy: str
+    max_evals: int | None
+    time_limit: float | None
+    objective: str
+    storage: str | None
+    top_k: int
+    rounds: int
+    output: str | None
+    force: bool
+    as_json: bool
+    plot: str | None
+    seed: int | None
+    device: int | None
+    devices: str | None
+    workers_per_gpu: int
+    ray: str | None
+    dry_run: bool
+    replay: str | None
+    arch: str | None
+    warmup: float | None
+    rep: float | None
+
+
+class _TuneCommand(click.Command):
+    """`--ray` takes an address only when the next word is one, as for launch."""
+
+    def parse_args(self, ctx, args):
+        from .launch import optional_address
+        return super().parse_args(ctx, optional_address(args))
+
+
+@click.command(cls=_TuneCommand)
+@click.argument("spec", type=click.Path(), shell_complete=complete_specs)
+@set_option
+@click.option("--axis", "axes", multiple=True, metavar="AXIS",
+              help="Add or replace a sweep axis, as for launch ('BX=[16,32,64]').")
+@click.option("--constraint", "constraints", multiple=True, metavar="EXPR",
+              help="A point is searched only where EXPR holds (repeatable).")
+@click.option("--strategy", type=click.Choice(["brute", "random", "tpe", "cmaes", "gp"]),
+              default="tpe", show_default=True,
+              help="brute: every valid point; random; tpe, cmaes, gp: Optuna's model-based "
+              "samplers.")
+@click.option("--max-evals", type=click.IntRange(1), default=None, metavar="N",
+              help="Stop once N configurations are known (measured now or before).")
+@click.option("--time-limit", type=click.FloatRange(0, min_open=True), default=None,
+              metavar="S", help="Stop starting evaluations after S seconds.")
+@click.option("--objective", type=click.Choice(["time", "energy", "gbps", "tflops"]),
+              default="time", show_default=True, help="What to optimise.")
+@click.option("--storage", metavar="URL", help="Where every evaluation is kept: an SQLAlchemy "
+              "URL (default sqlite:///<spec>.tune.sqlite beside the spec).")
+@click.option("--top-k", type=click.IntRange(1, 100), default=5, show_default=True,
+              metavar="K", help="Re-time the best K interleaved at the end.")
+@click.option("--rounds", type=click.IntRange(1, 100), default=3, show_default=True,
+              metavar="N", help="Rounds of the final re-timing.")
+@click.option("-o", "--output", metavar="BEST.yaml",
+              help="Write the spec with the best values pinned.")
+@force_option
+@json_option
+@click.option("--plot", metavar="PATH", help="Plot the objective against evaluations "
+              "(.png or .svg; needs cubinrun[plot]).")
+@click.option("--seed", type=int, default=None, help="Seed of the strategy (reproducible).")
+@device_option
+@click.option("--devices", metavar="LIST|all", help="Evaluate on these GPUs at once (one "
+              "worker each), against one storage.")
+@click.option("--workers-per-gpu", type=int, default=1, show_default=True, metavar="N",
+              help="With --devices or --ray: N workers share each GPU.")
+@click.option("--ray", "ray", metavar="[ADDRESS]", help="Evaluate on the GPUs of a Ray "
+              "cluster (needs cubinrun[ray]).")
+@click.option("--dry-run", is_flag=True, help="Build every configuration (no GPU) and say how "
+              "many the constraints leave and how many build.")
+@click.option("--replay", metavar="RESULTS.jsonl", help="Evaluate from the results of an "
+              "exhaustive sweep (launch --jsonl) instead of running.")
+@click.option("--arch", metavar="SM", help="With --dry-run: the target to build for (sm_90).")
+@click.option("--warmup", type=float, default=None, metavar="MS", help="Warm-up budget in ms.")
+@click.option("--rep", type=float, default=None, metavar="MS", help="Timing budget in ms.")
+def tune(spec, overrides, axes, constraints, strategy, max_evals, time_limit, objective, storage,
+         top_k, rounds, output, force, as_json, plot, seed, device, devices, workers_per_gpu,
+         ray, dry_run, replay, arch, warmup, rep):
+    """Find the best configuration of the spec's sweep space: every evaluation a
+    checked, timed run, kept in storage so a tune resumes and nothing is measured
+    twice."""
+    from ..errors import SpecError
+    args = TuneArgs(spec, overrides, axes, constraints, strategy, max_evals, time_limit,
+                    objective, storage, top_k, rounds, output, force, as_json, plot, seed,
+                    device, devices, workers_per_gpu, ray, dry_run, replay, arch, warmup, rep)
+    try:
+        code = _tune(args)
+    except SpecError as error:
+        from ..specfile.locate import locate
+        raise locate(error, spec) from None
+    sys.exit(code)
+
+
+def _check(args: TuneArgs) -> None:
+    from ..errors import UsageError
+    from .common import existing
+    existing(args.spec)
+    if args.dry_run and (args.replay or args.output or args.plot or args.storage):
+        raise UsageError("--dry-run builds the space only: no --replay, -o, --plot or --storage")
+    spread = args.devices is not None or args.ray is not None
+    if args.devices is not None and args.ray is not None:
+        raise UsageError("--devices and --ray: choose one")
+    if spread and args.device is not None:
+        raise UsageError("--device picks one GPU; with --devices or --ray leave it out")
+    if args.replay and (spread or args.device is not None):
+        raise UsageError("--replay runs nothing: no --device, --devices or --ray")
+    if args.dry_run and spread:
+        raise UsageError("--dry-run needs no GPU: --devices and --ray do not apply")
+    if args.arch and not args.dry_run:
+        raise UsageError("--arch is the target of --dry-run; a tune builds for its GPU")
+    from ..files import check_output
+    if args.plot:
+        from ..results.plot import check_path, require_matplotlib
+        check_path(args.plot)
+        require_matplotlib()
+        check_output(args.plot, True, "--plot")
+    if args.output:
+        check_output(args.output, args.force)      # before any GPU work, not after
+    from ..specfile.model import budget_problem
+    for name, value in (("warmup", args.warmup), ("rep", args.rep)):
+        if value is not None and (problem := budget_problem(value)):
+            raise UsageError(f"--{name} {problem}")
+
+
+def _tune(args: TuneArgs) -> int:
+    from ..errors import UsageError
+    from ..specfile import parse_overrides
+    from ..tune.space import load_space
+    _check(args)
+    overrides = parse_overrides(args.overrides)
+    space = load_space(args.spec, overrides, args.axes, args.constraints)
+    if not space.valid:
+        raise UsageError(f"{args.spec}: the constraints leave none of the {space.size} points")
+    if args.dry_run:
+        return _dry_run(space, args)
+    return _search(space, args)
+
+
+# -- the dry run --
+
+def _dry_run(space, args: TuneArgs) -> int:
+    from ..errors import EXIT_OK
+    from ..runs.outcome import most_severe
+    from ..tune.prebuild import Prebuilder
+    from .common import current_arch
+    arch = args.arch or _spec_arch(args.spec) or current_arch()
+    started = time.perf_counter()
+    builder = Prebuilder(space, arch)
+    try:
+        builder.submit(space.valid)
+        built = builder.wait(space.valid)
+    finally:
+        builder.close()
+    failed = [(p, b) for p, b in zip(space.valid, built) if b.status != "ok"]
+    ok = len(built) - len(failed)
+    if args.as_json:
+        from .report import print_json
+        print_json({"spec": args.spec, "arch": arch, "points": space.size,
+                    "valid": len(space.valid), "skipped": len(space.skipped), "built": ok,
+                    "failed": [{"point": p, "status": b.status, "reason": b.reason}
+                               for p, b in failed],
+                    "wall_s": round(time.perf_counter() - started, 3)})
+    else:
+        from ..runs.expand import point_text
+        out = console()
+        for point, build in failed:
+            out.print(f"{build.status}: {point_text(point)}: {build.reason}", markup=False,
+                      highlight=False)
+        out.print(f"{space.size} points, {len(space.valid)} left by the constraints, "
+                  f"{ok} build ({arch}, {time.perf_counter() - started:.1f} s)",
+                  markup=False, highlight=False)
+    return EXIT_OK if ok else most_severe(b.exit_code for _, b in failed)
+
+
+def _spec_arch(spec: str) -> str | None:
+    from ..specfile.yamlload import load_yaml_file
+    from pathlib import Path
+    tree = load_yaml_file(Path(spec))
+    kernel = tree.get("kernel") if isinstance(tree, dict) else None
+    arch = kernel.get("arch") if isinstance(kernel, dict) else None
+    return arch if isinstance(arch, str) else None
+
+
+# -- the search --
+
+def _search(space, args: TuneArgs) -> int:
+    from ..tune import store
+    from ..tune.evaluate import OBJECTIVES
+    from ..tune.search import Budget, Search
+    from ..tune.strategies import make_sampler, require_optuna
+    require_optuna()
+    objective = OBJECTIVES[args.objective]
+    started = time.perf_counter()
+    evaluator, gpu, arch, extra = _evaluator(space, args, objective)
+    prebuilder = None
+    try:
+        url = args.storage or store.default_url(args.spec)
+        name = store.study_name(gpu, args.spec, space.overrides, args.axes, extra)
+        sampler = make_sampler(args.strategy, args.seed)
+        study = store.open_study(url, name, objective.direction, sampler)
+        inputs_of = store.InputDigests(space, fixed=extra or None)
+        if arch is not None:
+            from ..tune.prebuild import Prebuilder
+            prebuilder = Prebuilder(space, arch)
+        progress = _Progress(objective, args)
+        search = Search(space, study, args.strategy, evaluator, objective,
+                        Budget(args.max_evals, args.time_limit), inputs_of, args.seed,
+                        prebuilder, progress)
+        search.run()
+        if prebuilder is not None:
+            prebuilder.close()
+            prebuilder = None
+        everything = _in_order(store.read_stored(study, inputs_of, space).done,
+                               search.evaluations)
+        measured_now = len(search.evaluations)
+        candidates, retimed_now = _retime(study, everything, evaluator, objective, args)
+    finally:
+        if prebuilder is not None:
+            prebuilder.close()
+        evaluator.close()
+    return _report(args, space, objective, gpu, url, name, everything, measured_now,
+                   candidates, retimed_now, search, time.perf_counter() - started)
+
+
+def _in_order(stored: dict, mine: list) -> list:
+    """Every evaluation of the study in the order it was told; this process's
+    own are marked measured."""
+    from ..tune.space import key
+    measured = {key(e.point) for e in mine}
+    for k, evaluation in stored.items():
+        if k in measured:
+            evaluation.origin = "measured"
+    return list(stored.values())
+
+
+def _evaluator(space, args: TuneArgs, objective):
+    """(evaluator, GPU model, arch to prebuild for or None, study-name extra)."""
+    from ..pipeline.result import RunOptions
+    from ..tune.evaluate import ReplayEvaluator, RunEvaluator
+    if args.replay:
+        evaluator = ReplayEvaluator(args.replay, objective)
+        evaluator.check_covers(space)
+        from ..runs.bundle import digest
+        from pathlib import Path
+        return evaluator, evaluator.device_name, None, "replay:" + digest(
+            Path(args.replay).read_bytes())
+    _check_objective(space, objective)
+    options = RunOptions(device=args.device, warmup_ms=args.warmup, rep_ms=args.rep,
+                         progress=False, energy=objective.name == "energy")
+    if args.ray is not None:
+        from ..runs.ray_backend import RayExecutor
+        executor = RayExecutor(options, args.ray, args.workers_per_gpu)
+        tags = executor.tags()
+        return RunEvaluator(executor, space, objective), tags[0].get("name", "GPU"), None, ""
+    from ..gpu import driver
+    from ..runs.devices import placements
+    from ..runs.executor import ProcessExecutor
+    chosen = placements(args.devices if args.devices is not None else str(args.device or 0),
+                        args.workers_per_gpu if args.devices is not None else 1)
+    arch = driver.get_device(chosen[0].tag["ordinal"]).arch
+    evaluator = RunEvaluator(lambda: ProcessExecutor(options, chosen), space, objective,
+                             width=len(chosen))
+    return evaluator, chosen[0].tag["name"], arch, ""
+
+
+def _check_objective(space, objective) -> None:
+    """An objective the runs cannot give is refused before any run."""
+    from ..errors import UsageError
+    from ..specfile import load_spec
+    from ..specfile.device_values import for_arch
+    if objective.name in ("gbps", "tflops"):
+        try:
+            spec = load_spec(space.spec, space.overrides_of(space.valid[0]),
+                             device=for_arch("sm_90"))
+        except Exception:
+            return                          # the runs say what is wrong with it
+        field = "bytes" if objective.name == "gbps" else "flops"
+        if getattr(spec.bench, field) is None:
+            raise UsageError(f"--objective {objective.name}: {space.spec} gives no bench.{field}")
+
+
+def _retime(study, everything, evaluator, objective, args: TuneArgs):
+    from ..tune import retime, store
+    best = retime.top(everything, objective, args.top_k)
+    if not best:
+        return [], False
+    stored = retime.from_stored(store.retimed(study), best, objective)
+    if stored is not None:
+        return stored, False
+    if args.replay:         # a replay has one value per point: the ranking is the search's
+        candidates = [retime.Candidate(e.point, e.value, [e.value], []) for e in best]
+        return candidates, False
+    candidates = retime.retime(best, evaluator, objective, args.rounds)
+    store.save_retimed(study, retime.to_stored(best, candidates))
+    return candidates, True
+
+
+class _Progress:
+    """One line per evaluation on stderr."""
+
+    def __init__(self, objective, args: TuneArgs):
+        self.objective, self.best = objective, None
+        self.limit = args.max_evals
+
+    def __call__(self, number: int, evaluation) -> None:
+        from ..runs.expand import point_text
+        from ..tune.output import value_text
+        if evaluation.ok and (self.best is None or self.objective.better(evaluation.value,
+                                                                          self.best)):
+            self.best = evaluation.value
+        what = value_text(evaluation.value, self.objective) if evaluation.ok else \
+            f"{evaluation.status}: {evaluation.reason}"
+        sys.stderr.write(f"[{number}] {point_text(evaluation.point)}: {what}\n")
+        sys.stderr.flush()
+
+
+def _report(args: TuneArgs, space, objective, gpu, url, name, everything, measured_now,
+            candidates, retimed_now, search, wall_s) -> int:
+    from ..errors import EXIT_CHECK_FAILED, EXIT_OK
+    from ..runs.outcome import most_severe
+    from ..tune import output, retime, store
+    passed = [e for e in everything if e.ok]
+    best = candidates[0] if candidates and candidates[0].value is not None else None
+    if best is None and passed:
+        top = retime.top(everything, objective, 1)[0]
+        best = retime.Candidate(top.point, top.value, [top.value], [])
+    if best is not None:
+        code = EXIT_OK
+    else:
+        failures = [e.exit_code for e in everything if e.exit_code]
+        code = most_severe(failures) if failures else EXIT_CHECK_FAILED
+    if args.output and best is not None:
+        note = (f"tuned by cubinrun tune ({args.strategy}, {objective.name}) on {gpu}: "
+                f"{value_text_of(best, objective)}")
+        write_output(args.output, output.pinned_spec(args.spec, best.point, note), args.force)
+    if args.plot:
+        output.plot(everything, objective, args.plot, f"{args.spec} on {gpu}")
+    unchecked = any(e.ok and not e.checked for e in everything)
+    document = {
+        "spec": args.spec, "device": {"name": gpu}, "strategy": args.strategy,
+        "objective": {"name": objective.name, "direction": objective.direction,
+                      "unit": objective.unit},
+        "storage": store.shown_url(url), "study": name,
+        "space": {"points": space.size, "valid": len(space.valid),
+                  "skipped": len(space.skipped)},
+        "measured": measured_now, "stored": len(everything) - measured_now,
+        "invalid_proposals": search.invalid_proposals,
+        "evaluations": [e.to_json() for e in everything],
+        "best": ({"point": best.point, "value": best.value,
+                  "set": output.set_arguments(best.point)} if best else None),
+        "top": [c.to_json() for c in candidates], "retimed": retimed_now,
+        "gap": retime.gap(candidates), "span": retime.span(candidates),
+        "unchecked": unchecked, "wall_s": round(wall_s, 3), "exit_code": code,
+    }
+    if args.as_json:
+        from .report import print_json
+        print_json(document)
+        return code
+    _print_report(document, candidates, objective, best)
+    return code
+
+
+def value_text_of(candidate, objective) -> str:
+    from ..tune.output import value_text
+    return value_text(candidate.value, objective)
+
+
+def _print_report(document: dict, candidates, objective, best) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+    from ..runs.expand import point_text
+    from ..tune.output import value_text
+    out = console()
+    err = console(stderr=True)
+    if document["unchecked"]:
+        err.print("note: the spec checks no output: a configuration that computes a wrong "
+                  "result could win", markup=False, highlight=False)
+    err.print(f"{document['measured']} measured, {document['stored']} from storage "
+              f"({document['storage']}), {document['space']['valid']} valid of "
+              f"{document['space']['points']} points, {document['wall_s']:.1f} s",
+              markup=False, highlight=False)
+    if candidates:
+        table = Table(show_edge=False, pad_edge=False)
+        for column in ("rank", "point", f"{objective.name}", "search", "spread"):
+            table.add_column(column, justify="left" if column == "point" else "right")
+        for rank, c in enumerate(candidates, 1):
+            table.add_row(str(rank), escape(point_text(c.point)), value_text(c.value, objective),
+                          value_text(c.search_value, objective),
+                          f"{c.spread:.1%}" if c.spread is not None else "-")
+        out.print(table)
+        if document["gap"] is not None:
+            out.print(f"the best leads the next by {document['gap']:.2%}; the top "
+                      f"{len(candidates)} span {document['span']:.2%}", markup=False,
+                      highlight=False)
+    if best is None:
+        err.print("no configuration passed", markup=False, highlight=False)
+        return
+    out.print(f"best: {document['best']['set']}", markup=False, highlight=False)

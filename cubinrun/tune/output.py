@@ -1,0 +1,146 @@
+"""What a tune writes: the best point as `--set` arguments, the spec with the
+best values pinned (`-o BEST.yaml`) and the plot of the objective against
+evaluations (the table and the JSON document are cli/tune.py's)."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ..runs.axes import override_text
+from .evaluate import Evaluation, Objective
+
+
+def set_arguments(point: dict) -> str:
+    """`--set K=V ...` as a shell takes it: a string value is a quoted literal
+    (`--set K="'transposeNaive'"`)."""
+    return " ".join(f"--set {k}={_shell(override_text(v))}" for k, v in point.items())
+
+
+def _shell(text: str) -> str:
+    import shlex
+    if text == shlex.quote(text):
+        return text
+    if not any(c in text for c in '"$`\\!'):
+        return f'"{text}"'
+    return shlex.quote(text)
+
+
+def value_text(value: float | None, objective: Objective) -> str:
+    if value is None:
+        return "-"
+    if objective.name == "time":
+        return f"{value / 1000:.4g} ms" if value >= 1000 else f"{value:.4g} us"
+    return f"{value:.4g} {objective.unit}"
+
+
+# -- the pinned spec --
+
+_SCALAR_LINE = r"^(\s*){name}(\s*:\s*)([^#\n]*?)(\s+#.*)?$"
+
+
+def pinned_spec(spec: str, values: dict, note: str) -> str:
+    """The spec's text with `values` set as its vars and its sweep and constraints
+    removed; comments and layout kept. Vars written in flow style (`vars: {A: 1}`)
+    make it dump the spec anew (comments lost)."""
+    from ..specfile.yamlload import load_yaml_text
+    text = Path(spec).read_text(encoding="utf-8")
+    tree = load_yaml_text(text, spec)
+    lines = text.splitlines()
+    edited = _pin_vars(lines, tree, values)
+    if edited is None:
+        return _dumped(tree, values, note)
+    drop: set[int] = set()
+    for section in ("sweep", "constraints", "sweep_invalid"):
+        if section in tree:
+            drop |= _block(edited, tree.line_of(section))
+    out = [f"# {note}"] + [line for number, line in enumerate(edited, 1) if number not in drop]
+    result = "\n".join(out) + "\n"
+    check = load_yaml_text(result, spec)
+    wanted = {k: override_text(v) if isinstance(v, str) else v for k, v in values.items()}
+    if any(check.get("vars", {}).get(k) != v for k, v in wanted.items()) or "sweep" in check:
+        return _dumped(tree, values, note)
+    return result
+
+
+def _pin_vars(lines: list[str], tree, values: dict) -> list[str] | None:
+    variables = tree.get("vars")
+    if not isinstance(variables, dict):
+        return None
+    lines = list(lines)
+    for name, value in values.items():
+        line = variables.line_of(name) if name in variables else None
+        if line is None or not 1 <= line <= len(lines):
+            return None
+        match = re.match(_SCALAR_LINE.format(name=re.escape(name)), lines[line - 1])
+        if match is None or not match.group(3).strip() or match.group(3).strip()[0] in "{[|>":
+            return None
+        lines[line - 1] = (f"{match.group(1)}{name}{match.group(2)}{_yaml_scalar(value)}"
+                           f"{match.group(4) or ''}")
+    return lines
+
+
+def _block(lines: list[str], start: int | None) -> set[int]:
+    """The line numbers of a top-level key's block: its line up to the next top-level line."""
+    if start is None:
+        return set()
+    out = {start}
+    for number in range(start + 1, len(lines) + 1):
+        line = lines[number - 1]
+        if line and not line[0].isspace() and not line.startswith("#"):
+            break
+        out.add(number)
+    while len(out) > 1 and not lines[max(out) - 1].strip():     # keep the blank line after
+        out.discard(max(out))
+    return out
+
+
+def _yaml_scalar(value: Any) -> str:
+    """A var's value in YAML: a string as its quoted literal (`"'name'"`)."""
+    return json.dumps(override_text(value)) if isinstance(value, str) else override_text(value)
+
+
+def _dumped(tree, values: dict, note: str) -> str:
+    import yaml
+    plain = json.loads(json.dumps(tree))
+    plain.setdefault("vars", {}).update(
+        {k: override_text(v) if isinstance(v, str) else v for k, v in values.items()})
+    for section in ("sweep", "constraints", "sweep_invalid"):
+        plain.pop(section, None)
+    return f"# {note}\n" + yaml.safe_dump(plain, sort_keys=False)
+
+
+# -- the plot --
+
+def plot(evaluations: list[Evaluation], objective: Objective, path: str, title: str) -> None:
+    """Each evaluation's objective (failed ones marked along the bottom) and the
+    best so far, against the evaluation's number."""
+    from matplotlib.figure import Figure
+    figure = Figure(figsize=(8, 4.5))
+    axes = figure.add_subplot()
+    xs = [n for n, e in enumerate(evaluations, 1) if e.ok]
+    ys = [e.value for e in evaluations if e.ok]
+    axes.scatter(xs, ys, s=14, label="passed")
+    best, line = None, []
+    for e in evaluations:
+        if e.ok and (best is None or objective.better(e.value, best)):
+            best = e.value
+        line.append(best)
+    axes.step(range(1, len(evaluations) + 1), line, where="post", color="C1",
+              label="best so far")
+    failed = [n for n, e in enumerate(evaluations, 1) if not e.ok]
+    if failed and ys:
+        low = min(ys)
+        axes.scatter(failed, [low] * len(failed), marker="x", color="red", s=18,
+                     label="failed")
+    axes.set_xlabel("evaluation")
+    axes.set_ylabel(f"{objective.name} ({objective.unit})")
+    axes.set_title(title, fontsize=9)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    import io
+    from ..files import write_output
+    image = io.BytesIO()        # rendered first: matplotlib would open the path itself
+    figure.savefig(image, format=Path(path).suffix.lower()[1:], dpi=120)
+    write_output(path, image.getvalue(), True, "--plot")

@@ -1,0 +1,243 @@
+"""The search: ask the strategy for configurations, evaluate them, tell the
+study, until the budget is spent or every valid point is known.
+
+- Only valid points (those the constraints leave) are ever evaluated. A
+  sampler that proposes another one is told it failed (no run, no budget
+  spent) and asked again; after MAX_MISSES such answers in a row the search
+  takes a random valid point it has not seen instead, so a sampler that
+  insists cannot stall it.
+- A point already measured for the same GPU model, binary and inputs (in the
+  study: this process, an earlier tune, another process) is not measured
+  again: its stored evaluation is told to the sampler. A point another
+  process is measuring now is left to it.
+- `--max-evals` counts configurations known in the study (measured now or
+  before), so a resumed tune with the same budget measures nothing; the time
+  limit counts this process's wall time.
+- The next batch is asked before the current one runs, and its builds start
+  on the CPU cores (prebuild.py) while the GPU times the current batch.
+- A batch is as wide as the evaluator (one per GPU worker), so several GPUs
+  evaluate at once against one storage.
+"""
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .evaluate import Evaluation, Objective
+from .space import Point, TuneSpace, key
+from .store import measured_with, read_stored, record
+from .strategies import LEARNS_CONSTRAINTS, OWN_ORDER
+
+MAX_MISSES = 10         # proposals in a row that are invalid or known before a random pick
+
+
+@dataclass
+class Budget:
+    max_evals: int | None = None
+    time_limit_s: float | None = None
+    started: float = field(default_factory=time.perf_counter)
+
+    def time_left(self) -> bool:
+        return self.time_limit_s is None or time.perf_counter() - self.started < self.time_limit_s
+
+
+@dataclass
+class _Asked:
+    trial: object
+    point: Point
+
+
+class Search:
+    def __init__(self, space: TuneSpace, study, strategy: str, evaluator, objective: Objective,
+                 budget: Budget, inputs_of: Callable[[Point], str], seed: int | None = None,
+                 prebuilder=None, report: Callable[[int, Evaluation], None] | None = None,
+                 until: Callable[[Evaluation], bool] | None = None):
+        self.space, self.study, self.strategy = space, study, strategy
+        self.evaluator, self.objective, self.budget = evaluator, objective, budget
+        self.inputs_of, self.prebuilder = inputs_of, prebuilder
+        self.report = report or (lambda number, evaluation: None)
+        self.until = until or (lambda evaluation: False)        # stop after such a one
+        self.rng = random.Random(seed)
+        self.order = list(space.valid)
+        if strategy == "random":
+            self.rng.shuffle(self.order)
+        self.distributions = space.distributions()
+        self.evaluations: list[Evaluation] = []     # this process's, in order
+        self.known: dict[str, Evaluation] = {}      # the study's, by point key
+        self.claimed: set[str] = set()
+        self.invalid_proposals = 0
+        self._worst: float | None = None
+
+    # -- the loop --
+
+    def run(self) -> list[Evaluation]:
+        self._refresh()
+        for evaluation in self.known.values():
+            self._note_value(evaluation)
+        pending = self._next_batch(set())
+        if pending:
+            self.evaluator.start()          # workers start CUDA while the first builds run
+            self._build_ahead(pending)
+        try:
+            while pending:
+                current = pending
+                planned = {key(a.point) for a in current}
+                pending = self._next_batch(planned) if self._room(len(planned)) else []
+                if self.prebuilder is not None and pending:
+                    self.prebuilder.submit([a.point for a in pending])
+                if self.prebuilder is not None:
+                    self.prebuilder.wait([a.point for a in current])
+                results = self.evaluator.evaluate([a.point for a in current])
+                reached = False
+                for asked, evaluation in zip(current, results):
+                    self._tell(asked, evaluation, "measured")
+                    self.evaluations.append(evaluation)
+                    self.report(len(self.evaluations), evaluation)
+                    reached = reached or self.until(evaluation)
+                if reached or not self.budget.time_left():
+                    break
+        finally:
+            self._abandon(pending)
+        return self.evaluations
+
+    def _build_ahead(self, first: list[_Asked]) -> None:
+        """Brute force and random search know their order: every point the budget
+        may reach goes to the build pool now, in that order."""
+        if self.prebuilder is None:
+            return
+        self.prebuilder.submit([a.point for a in first])
+        if self.strategy in OWN_ORDER:
+            taken = {key(a.point) for a in first}
+            upcoming = [p for p in self.order if self._free(key(p), taken)]
+            if self.budget.max_evals is not None:
+                upcoming = upcoming[:max(0, self.budget.max_evals - len(self.known) - len(first))]
+            self.prebuilder.submit(upcoming)
+
+    def _room(self, planned: int) -> bool:
+        """Whether the budget allows more than `planned` configurations beyond the known."""
+        if not self.budget.time_left():
+            return False
+        if self.budget.max_evals is None:
+            return True
+        return len(self.known) + planned < self.budget.max_evals
+
+    def _next_batch(self, planned: set[str]) -> list[_Asked]:
+        self._refresh()
+        batch: list[_Asked] = []
+        while len(batch) < self.evaluator.width and self._room(len(planned)):
+            taken = planned | {key(a.point) for a in batch}
+            asked = self._ask(taken)
+            if asked is None:
+                break
+            if self._contested(asked):
+                self._abandon([asked])
+                continue
+            batch.append(asked)
+        return batch
+
+    def _contested(self, asked: _Asked) -> bool:
+        """Whether another process asked for the same point first (a lower trial
+        number, running or already told), between this one's look at the study
+        and its ask: then it is theirs. Processes that start together walk the
+        same order in step, so without this they would measure every point twice."""
+        from optuna.trial import TrialState
+        k, number = key(asked.point), asked.trial.number
+        states = (TrialState.RUNNING, TrialState.COMPLETE)
+        for trial in self.study.get_trials(deepcopy=False, states=states):
+            if trial.number < number and set(trial.params) == set(self.distributions) \
+                    and key(self.space.point(trial.params)) == k and \
+                    (trial.state == TrialState.RUNNING or
+                     measured_with(trial) == self.inputs_of(asked.point)):
+                self.claimed.add(k)
+                return True
+        return False
+
+    # -- asking --
+
+    def _ask(self, taken: set[str]) -> _Asked | None:
+        """The next configuration to measure; None when every valid point is known,
+        claimed or planned."""
+        if not self._unseen(taken):
+            return None
+        if self.strategy in OWN_ORDER:
+            return self._chosen(self._first_unseen(taken))
+        misses = 0
+        while misses < MAX_MISSES:
+            trial = self.study.ask(self.distributions)
+            point = self.space.point(trial.params)
+            k = key(point)
+            if not self.space.is_valid(point):
+                self.invalid_proposals += 1
+                self._tell_skipped(trial, point)
+            elif k in self.known:
+                self._tell(_Asked(trial, point), self.known[k], "stored")
+            elif k in taken or k in self.claimed:
+                self._abandon([_Asked(trial, point)])
+            else:
+                return _Asked(trial, point)
+            misses += 1
+        return self._chosen(self._random_unseen(taken))
+
+    def _unseen(self, taken: set[str]) -> bool:
+        return any(self._free(key(p), taken) for p in self.order)
+
+    def _free(self, k: str, taken: set[str]) -> bool:
+        return k not in self.known and k not in taken and k not in self.claimed
+
+    def _first_unseen(self, taken: set[str]) -> Point:
+        return next(p for p in self.order if self._free(key(p), taken))
+
+    def _random_unseen(self, taken: set[str]) -> Point:
+        return self.rng.choice([p for p in self.order if self._free(key(p), taken)])
+
+    def _chosen(self, point: Point) -> _Asked:
+        """A trial at `point`, steered through the sampler (strategies.steered)."""
+        sampler = self.study.sampler
+        sampler.forced = self.space.params(point)
+        try:
+            trial = self.study.ask(self.distributions)
+        finally:
+            sampler.forced = None
+        return _Asked(trial, point)
+
+    # -- telling --
+
+    def _tell(self, asked: _Asked, evaluation: Evaluation, origin: str) -> None:
+        record(asked.trial, asked.point, self.inputs_of(asked.point), evaluation, origin,
+               self.strategy in LEARNS_CONSTRAINTS)
+        if origin == "measured":
+            self.known[key(asked.point)] = evaluation
+            self._note_value(evaluation)
+        self.study.tell(asked.trial, evaluation.value if evaluation.ok else self._penalty())
+
+    def _tell_skipped(self, trial, point: Point) -> None:
+        """A proposal outside the valid points: told as failed, never run."""
+        evaluation = Evaluation(point, "skipped", reason="fails a constraint")
+        record(trial, point, "", evaluation, "skipped", self.strategy in LEARNS_CONSTRAINTS)
+        self.study.tell(trial, self._penalty())
+
+    def _penalty(self) -> float:
+        """The value a failed configuration is told: the worst measured (samplers
+        that learn constraints also get it as infeasible)."""
+        if self._worst is None:
+            return 1e30 if self.objective.direction == "minimize" else 0.0
+        return self._worst * (2 if self.objective.direction == "minimize" else 0.5)
+
+    def _note_value(self, evaluation: Evaluation) -> None:
+        if evaluation.ok and (self._worst is None or
+                              self.objective.better(self._worst, evaluation.value)):
+            self._worst = evaluation.value
+
+    def _abandon(self, asked: list[_Asked]) -> None:
+        """Trials asked but not run (the budget ended): failed, so they claim nothing."""
+        from optuna.trial import TrialState
+        for a in asked:
+            self.study.tell(a.trial, state=TrialState.FAIL)
+
+    def _refresh(self) -> None:
+        stored = read_stored(self.study, self.inputs_of, self.space)
+        for k, evaluation in stored.done.items():
+            self.known.setdefault(k, evaluation)
+        self.claimed = stored.claimed - set(self.known)

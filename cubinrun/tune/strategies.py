@@ -1,0 +1,102 @@
+"""The search strategies: which configuration to measure next.
+
+`brute` (every valid point in sweep order) and `random` (valid points in a
+seeded random order) choose points themselves; the model-based ones are
+Optuna's samplers: `tpe` (tree-structured Parzen estimator), `cmaes`
+(CMA-ES over the axes' value indexes; a string axis is sampled independently,
+since CMA-ES has no categories) and `gp` (Gaussian process; Optuna needs
+PyTorch for it). Optuna is the `tune` extra and is imported only when a tune
+runs, so start-up does not pay for it.
+"""
+from __future__ import annotations
+
+from ..errors import UsageError
+
+STRATEGIES = ("brute", "random", "tpe", "cmaes", "gp")
+OWN_ORDER = ("brute", "random")         # these pick points themselves, no sampler model
+LEARNS_CONSTRAINTS = ("tpe", "gp")      # told a failed configuration as an infeasible trial
+
+
+def require_optuna():
+    try:
+        import optuna
+    except ImportError:
+        raise UsageError("cubinrun tune needs Optuna, an optional extra: "
+                         "pip install 'cubinrun[tune]'") from None
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
+
+
+def make_sampler(strategy: str, seed: int | None):
+    """An Optuna sampler for `strategy`, which the search can steer (`Steered`). A
+    failed configuration is a trial whose constraint is violated (store.record),
+    which TPE and the GP learn to avoid."""
+    import warnings
+    optuna = require_optuna()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return steered(_sampler(optuna.samplers, strategy, seed))
+
+
+def steered(base):
+    """`base`, except that while `.forced` holds parameters, a trial gets those.
+
+    Brute force and random search choose their points themselves, and a
+    model-based search falls back to a random valid point when its sampler
+    keeps proposing invalid or known ones. Optuna's own way, enqueue_trial,
+    leaves a waiting trial in storage that two processes sharing an SQLite
+    study can both take (SQLite has no SELECT ... FOR UPDATE); a point handed
+    to this process's sampler cannot be taken by another."""
+    from optuna.samplers import BaseSampler
+
+    class Steered(BaseSampler):
+        def __init__(self):
+            self.base, self.forced = base, None
+
+        def infer_relative_search_space(self, study, trial):
+            return {} if self.forced is not None else \
+                self.base.infer_relative_search_space(study, trial)
+
+        def sample_relative(self, study, trial, search_space):
+            return {} if self.forced is not None else \
+                self.base.sample_relative(study, trial, search_space)
+
+        def sample_independent(self, study, trial, name, distribution):
+            if self.forced is not None:
+                return self.forced[name]
+            return self.base.sample_independent(study, trial, name, distribution)
+
+        def before_trial(self, study, trial):
+            self.base.before_trial(study, trial)
+
+        def after_trial(self, study, trial, state, values):
+            self.base.after_trial(study, trial, state, values)
+
+        def reseed_rng(self):
+            self.base.reseed_rng()
+
+    return Steered()
+
+
+def _sampler(samplers, strategy: str, seed: int | None):
+    if strategy in OWN_ORDER:
+        return samplers.RandomSampler(seed=seed)     # never asked: the search chooses
+    if strategy == "tpe":
+        # multivariate: the axes of a kernel interact (block x tile); startup as
+        # Kernel Tuner's model-based strategies use, a tenth of a typical budget
+        return samplers.TPESampler(seed=seed, multivariate=True, group=True,
+                                   n_startup_trials=10)
+    if strategy == "cmaes":
+        _require("cmaes", "--strategy cmaes needs the cmaes package: pip install 'cubinrun[tune]'")
+        return samplers.CmaEsSampler(seed=seed, n_startup_trials=5)
+    if strategy == "gp":
+        _require("torch", "--strategy gp needs PyTorch (Optuna's Gaussian process): "
+                          "pip install torch")
+        return samplers.GPSampler(seed=seed, n_startup_trials=10)
+    raise UsageError(f"--strategy {strategy}: expected one of {', '.join(STRATEGIES)}")
+
+
+def _require(module: str, message: str) -> None:
+    import importlib.util
+    if importlib.util.find_spec(module) is None:
+        raise UsageError(message)

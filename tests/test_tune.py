@@ -1,0 +1,328 @@
+"""`cubinrun tune` on the CPU: strategies replayed on made-up landscapes
+(tests/tunelandscape.py), storage and resume (SQLite here, PostgreSQL in
+test_tune_postgres.py), failing configurations, the pinned spec, the plot,
+the dry run, and a tune on the fake driver where configurations fault or fail
+their check and the tune goes on."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tunelandscape
+from conftest import PACKAGE_PARENT
+from test_run_fake import run_cli
+
+pytest.importorskip("optuna", reason="cubinrun tune needs the tune extra (Optuna)")
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def smooth(tmp_path):
+    return tunelandscape.write(tmp_path, "smooth")
+
+
+def tune_json(capsys, *args) -> tuple[int, dict, str]:
+    code, out, err = run_cli(capsys, "tune", "--json", *args)
+    return code, (json.loads(out) if out.strip() else {}), err
+
+
+def best_value(kind: str) -> float:
+    return min(tunelandscape.values(kind))
+
+
+def test_brute_force_replay_measures_every_point_and_finds_the_best(smooth, capsys):
+    spec, results = smooth
+    code, doc, err = tune_json(capsys, spec, "--replay", results, "--strategy", "brute")
+    assert code == 0
+    assert doc["measured"] == 64 and doc["space"] == {"points": 64, "valid": 64, "skipped": 0}
+    assert doc["best"]["value"] == pytest.approx(best_value("smooth"), rel=1e-6)
+    assert doc["best"]["point"] == {"BX": 64, "TILE": 5}
+    assert doc["best"]["set"] == "--set BX=64 --set TILE=5"
+    # every evaluation in order: brute force walks the sweep's order
+    assert [e["point"] for e in doc["evaluations"][:3]] == [
+        {"BX": 8, "TILE": 1}, {"BX": 8, "TILE": 2}, {"BX": 8, "TILE": 3}]
+    assert len(doc["top"]) == 5 and doc["top"][0]["point"] == doc["best"]["point"]
+    assert Path(spec).with_suffix(".tune.sqlite").is_file()       # the default storage
+
+
+def test_a_resumed_tune_measures_nothing_again(smooth, capsys):
+    spec, results = smooth
+    code, first, _ = tune_json(capsys, spec, "--replay", results, "--strategy", "random",
+                               "--max-evals", "20", "--seed", "3")
+    assert code == 0 and first["measured"] == 20
+    code, second, _ = tune_json(capsys, spec, "--replay", results, "--strategy", "random",
+                                "--max-evals", "20", "--seed", "3")
+    assert code == 0 and second["measured"] == 0 and second["stored"] == 20
+    assert second["best"] == first["best"]
+    code, third, _ = tune_json(capsys, spec, "--replay", results, "--strategy", "brute")
+    assert third["measured"] == 44 and third["stored"] == 20
+    measured = [e["point"] for e in third["evaluations"]]
+    assert len({json.dumps(p, sort_keys=True) for p in measured}) == 64     # none twice
+
+
+def test_a_seed_makes_a_random_tune_reproducible(tmp_path, capsys):
+    orders = []
+    for run in range(2):
+        folder = tmp_path / str(run)
+        folder.mkdir()
+        spec, results = tunelandscape.write(folder, "smooth")
+        _, doc, _ = tune_json(capsys, spec, "--replay", results, "--strategy", "tpe",
+                              "--max-evals", "25", "--seed", "11")
+        orders.append([e["point"] for e in doc["evaluations"]])
+    assert orders[0] == orders[1] and len(orders[0]) == 25
+
+
+@pytest.mark.parametrize("strategy", ["tpe", "cmaes"])
+def test_model_based_strategies_come_near_the_best_on_a_smooth_landscape(smooth, capsys,
+                                                                          strategy):
+    spec, results = smooth
+    code, doc, _ = tune_json(capsys, spec, "--replay", results, "--strategy", strategy,
+                             "--max-evals", "25", "--seed", "1")
+    assert code == 0 and doc["measured"] == 25
+    assert doc["best"]["value"] <= best_value("smooth") * 1.05
+
+
+def test_tpe_beats_random_search_on_the_reduction_landscape(tmp_path):
+    """The bench's measure (bench/tune_strategies.py), on 5 seeds: TPE needs far
+    fewer evaluations than random search to come within 1% of the best."""
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import tune_strategies
+    finally:
+        sys.path.pop(0)
+    spec, results = map(str, tunelandscape.write(tmp_path, "reduction"))
+    best = best_value("reduction")
+    needed = []
+    for seed in range(5):
+        found = tune_strategies.run_one(spec, results, "tpe", seed, 300, best * 1.01)
+        needed.append(tune_strategies.evaluations_to(found, best, 0.01) or 300)
+    assert sorted(needed)[2] <= 60, needed        # the goal: a median of 60 or fewer
+
+
+def test_failed_configurations_are_recorded_and_never_win(tmp_path, capsys):
+    best = min(tunelandscape.points(tunelandscape.SMOOTH_AXES), key=tunelandscape.smooth_time)
+    failing = {json.dumps(best, sort_keys=True): {
+        "exit_code": 1, "status": "check failed",
+        "check": {"passed": False, "outputs": {"out": {"passed": False}}}}}
+    other = {"BX": 8, "TILE": 1}
+    failing[json.dumps(other, sort_keys=True)] = {
+        "exit_code": 3, "status": "build error",
+        "error": {"type": "build", "message": "NVRTC: too many resources"}}
+    spec, results = tunelandscape.write(tmp_path, "smooth", fail=failing)
+    code, doc, _ = tune_json(capsys, spec, "--replay", results, "--strategy", "brute")
+    assert code == 0
+    assert doc["best"]["point"] != best and doc["measured"] == 64
+    by_point = {json.dumps(e["point"], sort_keys=True): e for e in doc["evaluations"]}
+    assert by_point[json.dumps(best, sort_keys=True)]["status"] == "check failed"
+    assert by_point[json.dumps(best, sort_keys=True)]["reason"] == "check failed: out"
+    built = by_point[json.dumps(other, sort_keys=True)]
+    assert built["status"] == "build error" and "too many resources" in built["reason"]
+    assert all(c["point"] != best for c in doc["top"])
+
+
+def test_exit_1_when_no_configuration_passes_its_check(tmp_path, capsys):
+    fail = {json.dumps(p, sort_keys=True): {"exit_code": 1, "status": "check failed",
+                                            "check": {"passed": False}}
+            for p in tunelandscape.points(tunelandscape.SMOOTH_AXES)}
+    spec, results = tunelandscape.write(tmp_path, "smooth", fail=fail)
+    code, doc, _ = tune_json(capsys, spec, "--replay", results, "--strategy", "random",
+                             "--max-evals", "10")
+    assert code == 1 and doc["best"] is None and doc["measured"] == 10
+
+
+def test_the_pinned_spec_sets_the_best_values_and_drops_the_sweep(smooth, tmp_path, capsys):
+    from cubinrun.specfile.yamlload import load_yaml_file
+    spec, results = smooth
+    best = tmp_path / "best.yaml"
+    code, out, err = run_cli(capsys, "tune", spec, "--replay", results, "--strategy", "brute",
+                             "-o", best)
+    assert code == 0 and "best: --set BX=64 --set TILE=5" in out
+    tree = load_yaml_file(best)
+    assert tree["vars"] == {"BX": 64, "TILE": 5} and "sweep" not in tree
+    assert best.read_text().startswith("# tuned by cubinrun tune")
+    assert "# A landscape for replayed tunes" in best.read_text()       # comments kept
+    code, _, err = run_cli(capsys, "tune", spec, "--replay", results, "-o", best)
+    assert code == 2 and "exists; pass --force" in err
+    code, _, _ = run_cli(capsys, "tune", spec, "--replay", results, "-o", best, "--force")
+    assert code == 0
+
+
+def test_the_plot_of_the_objective_against_evaluations(smooth, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    spec, results = smooth
+    plot = tmp_path / "tune.png"
+    code, _, _ = run_cli(capsys, "tune", spec, "--replay", results, "--max-evals", "12",
+                         "--seed", "1", "--plot", plot)
+    assert code == 0 and plot.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_usage_errors_are_one_line(smooth, tmp_path, capsys):
+    spec, results = smooth
+    code, _, err = run_cli(capsys, "tune", spec, "--replay", results, "--devices", "0")
+    assert code == 2 and "--replay runs nothing" in err
+    code, _, err = run_cli(capsys, "tune", spec, "--replay", tmp_path / "none.jsonl")
+    assert code == 2 and "none.jsonl" in err and "Traceback" not in err
+    empty = tmp_path / "other.yaml"
+    empty.write_text(Path(spec).read_text().split("sweep:")[0])
+    code, _, err = run_cli(capsys, "tune", empty, "--replay", results)
+    assert code == 2 and "nothing to tune" in err
+    code, _, err = run_cli(capsys, "tune", spec, "--replay", results, "--storage",
+                           "nosuchdb://x")
+    assert code == 2 and err.startswith("error: --storage nosuchdb://x")
+
+
+def test_a_replay_of_another_space_is_refused(smooth, tmp_path, capsys):
+    spec, _ = smooth
+    _, other = tunelandscape.write(tmp_path, "reduction")
+    code, _, err = run_cli(capsys, "tune", spec, "--replay", other)
+    assert code == 2 and "holds none of the 64 points" in err
+
+
+def test_two_processes_share_one_sqlite_study(smooth):
+    """Both tune the same study at once: together they measure the space, a
+    point at most once or twice (a race between looking up and claiming), and
+    a third run finds everything stored."""
+    spec, results = smooth
+    docs = run_concurrently([spec, "--replay", str(results), "--strategy", "brute"], 2)
+    measured = [json.dumps(e["point"], sort_keys=True) for d in docs for e in d["evaluations"]
+                if e["origin"] == "measured"]
+    assert set(measured) == {json.dumps(p, sort_keys=True)
+                             for p in tunelandscape.points(tunelandscape.SMOOTH_AXES)}
+    assert sum(d["measured"] for d in docs) <= 64 + 8
+    third = run_concurrently([spec, "--replay", str(results), "--strategy", "brute"], 1)[0]
+    assert third["measured"] == 0
+
+
+def run_concurrently(args: list[str], n: int) -> list[dict]:
+    import os
+    env = {**os.environ, "PYTHONPATH": str(PACKAGE_PARENT)}
+    processes = [subprocess.Popen([sys.executable, "-m", "cubinrun", "tune", "--json", *args],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                  text=True) for _ in range(n)]
+    docs = []
+    for process in processes:
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err
+        docs.append(json.loads(out))
+    return docs
+
+
+@pytest.mark.parametrize("strategy", ["brute", "tpe"])
+def test_only_points_the_constraints_leave_are_evaluated(smooth, capsys, strategy):
+    spec, results = smooth
+    code, doc, _ = tune_json(capsys, spec, "--replay", results, "--strategy", strategy,
+                             "--constraint", "BX * TILE <= 512", "--seed", "2",
+                             "--max-evals", "30")
+    valid = [p for p in tunelandscape.points(tunelandscape.SMOOTH_AXES)
+             if p["BX"] * p["TILE"] <= 512]
+    assert code == 0 and doc["space"]["valid"] == len(valid)
+    assert doc["measured"] == min(30, len(valid))
+    assert all(e["point"]["BX"] * e["point"]["TILE"] <= 512 for e in doc["evaluations"])
+
+
+# -- on the fake driver: real runs in worker processes --
+
+FAKE_SPEC = """\
+kernel:
+  cubin: k{KID}.cubin
+  name: add_kernel
+signature: {x: "*fp32", y: "*fp32", out: "*fp32", n: i32}
+vars: {N: 4096, BLOCK: 256, KID: 1}
+args:
+  x: {shape: [N], init: random}
+  y: {shape: [N], init: random}
+  out: {shape: [N], init: zeros}
+  n: N
+grid: [cdiv(N, BLOCK)]
+check:
+  out: {expect: (BLOCK - 256) * x}    # the fake runs no kernel: only BLOCK=256 passes
+sweep:
+  BLOCK: [256, 512]
+  KID: [1, 2]
+"""
+
+
+@pytest.fixture
+def fake_sweep(tmp_path, fake_libcuda, monkeypatch):
+    """A sweep on the fake driver whose KID=2 binary faults (a sticky error that
+    replaces the worker) and whose BLOCK=512 points fail their check."""
+    from cubinrun.runs import executor
+    from conftest import VECTOR_ADD_PARAMS
+    cubin = (REPO / "kernels" / "build" / "vector_add.sm_90.cubin").read_bytes()
+    (tmp_path / "k1.cubin").write_bytes(cubin)
+    (tmp_path / "k2.cubin").write_bytes(cubin + b"FAULTS-HERE")
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(FAKE_SPEC)
+    monkeypatch.setattr(executor, "WORKER_SETUP", "fakecuda.worker:install")
+    monkeypatch.setenv("FAKECUDA_STICKY_MARKER", "FAULTS-HERE")
+    fake_libcuda.set_param_sizes(VECTOR_ADD_PARAMS)
+    return spec
+
+
+def test_a_tune_goes_on_past_faults_and_failed_checks(fake_sweep, device, capsys):
+    code, doc, err = tune_json(capsys, fake_sweep, "--strategy", "brute", "--warmup", "1",
+                               "--rep", "1", "--top-k", "2", "--rounds", "2")
+    assert code == 0, err
+    status = {(e["point"]["BLOCK"], e["point"]["KID"]): e for e in doc["evaluations"]}
+    assert status[(256, 1)]["status"] == "ok" and status[(256, 1)]["checked"]
+    assert status[(512, 1)]["status"] == "check failed"
+    for block in (256, 512):
+        assert status[(block, 2)]["status"] == "CUDA error"
+        assert "CUDA_ERROR_ILLEGAL_ADDRESS" in status[(block, 2)]["reason"]
+    assert doc["best"]["point"] == {"BLOCK": 256, "KID": 1}
+    assert doc["device"]["name"] == "Fake H200"
+    assert [c["point"] for c in doc["top"]] == [{"BLOCK": 256, "KID": 1}]
+    assert len(doc["top"][0]["rounds"]) == 2 and doc["retimed"]           # re-timed twice
+    # resumed: nothing is measured again, not even the re-timing
+    code, again, _ = tune_json(capsys, fake_sweep, "--strategy", "brute", "--top-k", "2",
+                               "--rounds", "2")
+    assert code == 0 and again["measured"] == 0 and not again["retimed"]
+    assert again["best"]["point"] == {"BLOCK": 256, "KID": 1}
+
+
+def test_the_dry_run_builds_the_space_and_names_what_fails(tmp_path, capsys):
+    (tmp_path / "k.cu").write_text(
+        'extern "C" __global__ void fill(float* out, int n) {\n'
+        "#if BAD\n  this is not C++;\n#endif\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = VALUE;\n}\n")
+    spec = tmp_path / "fill.yaml"
+    spec.write_text(
+        "kernel:\n  source: k.cu\n  name: fill\n  arch: sm_90\n"
+        '  options: ["-DBAD={BAD}", "-DVALUE={V}"]\n'
+        'signature: {out: "*fp32", n: i32}\n'
+        "vars: {BAD: 0, V: 1}\n"
+        "args:\n  out: {shape: [256], init: zeros}\n  n: 256\n"
+        "grid: [1]\nlaunch: {num_warps: 8}\n"
+        "check:\n  out: {expect: V}\n"
+        "sweep:\n  BAD: [0, 1]\n  V: [1, 2]\n"
+        "constraints:\n  - V + BAD < 3\n")
+    code, doc, err = tune_json(capsys, spec, "--dry-run")
+    assert code == 0, err
+    assert (doc["points"], doc["valid"], doc["skipped"], doc["built"]) == (4, 3, 1, 2)
+    assert [f["point"] for f in doc["failed"]] == [{"BAD": 1, "V": 1}]
+    assert doc["failed"][0]["status"] == "build error"
+    assert doc["failed"][0]["reason"].startswith("NVRTC failed to compile ")
+    assert "k.cu for sm_90" in doc["failed"][0]["reason"]
+    code, out, _ = run_cli(capsys, "tune", spec, "--dry-run")
+    assert code == 0 and "4 points, 3 left by the constraints, 2 build (sm_90" in out
+
+
+def test_several_gpus_evaluate_at_once_against_one_storage(fake_sweep, fake_libcuda,
+                                                           monkeypatch, capsys):
+    from fakecuda.device import FakeDevice
+    from cubinrun.gpu import driver
+    monkeypatch.setenv("FAKECUDA_DEVICES", "2")
+    fake = FakeDevice(lambda: fake_libcuda.launch_count, fake_libcuda)
+    monkeypatch.setattr(driver, "call", fake)
+    code, doc, err = tune_json(capsys, fake_sweep, "--strategy", "brute", "--devices", "0,1",
+                               "--warmup", "1", "--rep", "1", "--top-k", "1", "--rounds", "1")
+    assert code == 0, err
+    assert doc["measured"] == 4 and doc["best"]["point"] == {"BLOCK": 256, "KID": 1}
+    assert sorted(e["status"] for e in doc["evaluations"]) == [
+        "CUDA error", "CUDA error", "check failed", "ok"]
