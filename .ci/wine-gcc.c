@@ -1,5 +1,8 @@
 /* gcc.exe for the Wine stage (.ci/wine): runs the Linux cross compiler
-   x86_64-w64-mingw32-gcc for a Windows program under Wine.
+   x86_64-w64-mingw32-gcc for a Windows program under Wine. Built again as
+   zig.exe (TARGET_COMPILER the Linux zig, TARGET_OPTIONS "-target",
+   "x86_64-windows-gnu",) it stands in for the ziglang wheel's zig.exe, which
+   Wine 8 cannot run: `python -m ziglang cc ...` then cross-compiles.
 
    A Windows process under Wine cannot start a Linux program with
    CreateProcess (it starts, but gets no process handle), so cubinrun's
@@ -18,6 +21,11 @@
 #ifndef TARGET_COMPILER
 #define TARGET_COMPILER "x86_64-w64-mingw32-gcc"
 #endif
+#ifndef TARGET_OPTIONS /* words after the arguments, each followed by a comma */
+#define TARGET_OPTIONS
+#endif
+
+static char *trailing[] = {TARGET_OPTIONS NULL};
 
 typedef char *(CDECL *to_unix_fn)(LPCWSTR);
 typedef LONG (CDECL *spawn_fn)(char *const argv[], int wait);
@@ -49,7 +57,10 @@ int main(void) {
   int argc;
   wchar_t **argv = CommandLineToArgvW(GetCommandLineW(), &argc);
   enum { SHELL_WORDS = 5 }; /* sh -c SCRIPT sh LOG */
-  char **args = calloc(argc + SHELL_WORDS + 1, sizeof(char *));
+  int extra = 0;
+  while (trailing[extra])
+    extra++;
+  char **args = calloc(argc + SHELL_WORDS + extra + 1, sizeof(char *));
   args[0] = "/bin/sh";
   args[1] = "-c";
   args[2] = "log=$1; shift; exec \"$@\" >\"$log\" 2>&1";
@@ -69,6 +80,8 @@ int main(void) {
       args[SHELL_WORDS + i] = utf8(a);
     }
   }
+  for (int i = 0; i < extra; i++)
+    args[SHELL_WORDS + argc + i] = trailing[i];
   LONG status = spawn(args, 1);
   HANDLE file = CreateFileW(log, GENERIC_READ, 0, NULL, OPEN_EXISTING, 0, NULL);
   char buffer[65536];

@@ -147,9 +147,13 @@ def test_command_lines_per_family(monkeypatch):
     cl = Compiler(MSVC, ("cl",), "$CC", True).shared_library(*args)
     assert cl[:5] == ["cl", "/nologo", "/O2", "/LD", "/Iinc"] and "/Feout.pyd" in cl
     assert cl[cl.index("/link") + 2] == os.path.join("work", "python313.lib")
-    # a library that needs no Python (the fake driver) links nothing more
+    # a library that needs no Python (the fake driver) links nothing more, and
+    # exports all its functions (a TinyCC DLL only those marked, without -rdynamic)
     assert Compiler(GCC, ("gcc",), "PATH", True).shared_library(
         *args, link_python=False)[-1] == "out.pyd"
+    assert Compiler(TCC, ("tcc",), "triton-windows", True).shared_library(
+        *args, link_python=False) == ["tcc", "-O2", "-shared", "-rdynamic", "-Iinc", "k.c",
+                                      "-o", "out.pyd"]
 
 
 def test_msvc_import_library_is_made_from_the_dll_exports(tmp_path, monkeypatch):

@@ -104,3 +104,34 @@ def test_a_damaged_launcher_is_rebuilt(tmp_path, monkeypatch):
     rebuilt = Path(again.stdout.strip())
     assert rebuilt.read_bytes() != bytes(data)
     assert len(recorded_launches(record, [4])) == 2
+
+
+def _cli(tmp_path, *args):
+    """`python -m cubinrun ARGS` as a user runs it: no fake driver, its own cache."""
+    env = {k: v for k, v in os.environ.items() if k != "CUBINRUN_LIBCUDA"}
+    env["CUBINRUN_CACHE_DIR"] = str(tmp_path / "cache")
+    return subprocess.run([sys.executable, "-m", "cubinrun", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+
+
+def _launcher_files(tmp_path):
+    folder = tmp_path / "cache" / "launchers"
+    return {p.name: p.stat().st_mtime_ns for p in folder.iterdir()} if folder.is_dir() else {}
+
+
+def test_the_cli_builds_launchers_then_reuses_them_and_names_nvcuda_dll(tmp_path):
+    """What a Windows user does first, with whichever compiler discovery finds:
+    dry runs of a CUDA and a Triton spec build their launchers, a second dry
+    run compiles nothing, and a launch without a driver says nvcuda.dll is missing."""
+    specs = ["configs/vector_add.yaml", "configs/triton_add.yaml"]
+    first = _cli(tmp_path, "launch", "--dry-run", *specs)
+    assert first.returncode == 0, first.stdout + first.stderr
+    built = _launcher_files(tmp_path)
+    assert sum(name.endswith(".pyd") for name in built) == 2, built
+    again = _cli(tmp_path, "launch", "--dry-run", *specs)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert _launcher_files(tmp_path) == built       # no file written: no ref, no .pyd
+    no_driver = _cli(tmp_path, "launch", "configs/vector_add.yaml")
+    assert no_driver.returncode == 4, no_driver.stdout + no_driver.stderr
+    assert "nvcuda.dll" in no_driver.stderr and "Traceback" not in no_driver.stderr
+    assert len(no_driver.stderr.strip().splitlines()) == 1, no_driver.stderr

@@ -135,25 +135,31 @@ def _import(module_name: str, path: Path) -> ModuleType:
 
 
 def _compile(source: str, module_name: str, compiler: Compiler, prefix: Path) -> Path:
-    """Compile into a partial file, then move it into the cache entry. The
-    source goes in a file (cl.exe reads no stdin), in a scratch folder that also
-    takes what MSVC and TinyCC write besides the library."""
+    """Compile in a scratch folder, copy the library into a partial file beside
+    the entry, then move it into the entry. The source goes in a file (cl.exe
+    reads no stdin); the scratch folder takes what toolchains write beside
+    their output (TinyCC a .def, zig a .pdb and a .lib, MSVC objects), so none
+    of it lands in the cache."""
     import tempfile  # only on a cache miss: start-up time matters on a hit
 
     includes = [find_cuda_include()]
-    fd, partial = tempfile.mkstemp(dir=prefix.parent, prefix=f".{prefix.name}.", suffix=".partial")
-    os.close(fd)
-    try:
-        with tempfile.TemporaryDirectory(prefix="cubinrun-build-") as workdir:
-            source_file = os.path.join(workdir, f"{module_name}.c")
-            with open(source_file, "w") as f:
-                f.write(source)
-            command = compiler.shared_library(source_file, partial, includes, workdir)
-            returncode, log = run_tool(command, f"the C compiler {Path(command[0]).name}",
-                                       f"compiling launcher {module_name}", cwd=workdir)
-        if returncode != 0:
+    with tempfile.TemporaryDirectory(prefix="cubinrun-build-") as workdir:
+        source_file = os.path.join(workdir, f"{module_name}.c")
+        with open(source_file, "w") as f:
+            f.write(source)
+        built = os.path.join(workdir, module_name + _ext_suffix())
+        command = compiler.shared_library(source_file, built, includes, workdir)
+        returncode, log = run_tool(command, f"the C compiler {Path(command[0]).name}",
+                                   f"compiling launcher {module_name}", cwd=workdir)
+        if returncode != 0 or not os.path.isfile(built):
             raise BuildError(f"compiling launcher {module_name} failed: "
-                             f"{Path(compiler.command[0]).name} exited with {returncode}", log=log)
+                             f"{Path(compiler.command[0]).name} exited with {returncode}"
+                             + ("" if returncode else " but wrote no library"), log=log)
+        data = Path(built).read_bytes()
+    fd, partial = tempfile.mkstemp(dir=prefix.parent, prefix=f".{prefix.name}.", suffix=".partial")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         return store(prefix, Path(partial), _ext_suffix())
     finally:
         if os.path.exists(partial):

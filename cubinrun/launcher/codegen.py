@@ -44,7 +44,7 @@ _SCALARS: dict[str, tuple[str, str]] = {
     "fp64": ("double", "to_fp64"),
 }
 _POINTER = ("CUdeviceptr", "to_ptr")
-_TMA_DESC = ("CUtensorMap", "to_tma_desc")
+_TMA_DESC = ("TensorMap", "to_tma_desc")   # template.c: CUtensorMap, aligned for every compiler
 _BLOB = "to_blob"          # a struct, array or vector: its bytes, packed in Python
 _SCRATCH = ("&c->global_scratch", "&c->profile_scratch")
 
@@ -64,7 +64,7 @@ def _storage(leaf_type: str) -> tuple[str, str]:
     if pointer and pointer.group(1) in ELEMENT_TYPES:
         return _POINTER
     if (blob := _by_value(leaf_type)) is not None:
-        return f"_Alignas({blob[1]}) unsigned char", _BLOB
+        return f"ALIGNED({blob[1]}) unsigned char", _BLOB
     raise ValueError(f"unknown launcher parameter type {leaf_type!r}; expected one of "
                      f"{', '.join(_SCALARS)}, *T, *kT, nvTmaDesc or a struct, array or vector")
 
@@ -107,10 +107,13 @@ def generate_source(leaf_types: Sequence[str], num_scratch: int = 0,
     decls, conversions, pointers = [], [], []
     for k, leaf_type in enumerate(leaf_types):
         c_type, converter = _storage(leaf_type)
+        address = f"&p{k}"
         if converter == _TMA_DESC[1]:        # a buffer may change between calls: always read
-            decls.append(f"  {c_type} p{k}; /* {leaf_type} */")
+            decls.append(f"  unsigned char p{k}_space[TENSOR_MAP_SPACE]; "
+                         f"{c_type} *p{k} = aligned_tensor_map(p{k}_space); /* {leaf_type} */")
             conversions.append(
-                f"  if ({converter}(kernel_args[{k}], {k}, &p{k}) < 0) return NULL;")
+                f"  if ({converter}(kernel_args[{k}], {k}, p{k}) < 0) return NULL;")
+            address = f"p{k}"
         elif converter == _BLOB:
             size = _by_value(leaf_type)[0]
             decls.append(f"  {c_type} p{k}[{size}]; /* {leaf_type} */")
@@ -119,7 +122,7 @@ def generate_source(leaf_types: Sequence[str], num_scratch: int = 0,
         else:
             decls.append(f"  {c_type} p{k}; static {c_type} last_p{k}; /* {leaf_type} */")
             conversions.append(f"  CONVERT({k}, {converter}, p{k});")
-        pointers.append(f"      &p{k},")
+        pointers.append(f"      {address},")
     pointers += [f"      {scratch}," for scratch in _SCRATCH[:num_scratch]]
     if not pointers:
         pointers.append("      NULL, /* no parameters */")

@@ -64,7 +64,10 @@ class Compiler:
             return ["/nologo", "/O2", "/LD"]
         flags = [optimize, "-shared"] + ([] if self.windows else ["-fPIC"])
         # An extension exports PyInit_* only (template.c marks it); tcc has no -fvisibility.
-        return flags + (["-fvisibility=hidden"] if extension and self.family == GCC else [])
+        if extension:
+            return flags + (["-fvisibility=hidden"] if self.family == GCC else [])
+        # Any other library exports all its functions: a TinyCC DLL only with -rdynamic.
+        return flags + (["-rdynamic"] if self.family == TCC and self.windows else [])
 
     def shared_library(self, source: str, output: str, includes: Sequence[str],
                        workdir: str, optimize: str = "-O2", link_python: bool = True) -> list[str]:

@@ -26,6 +26,10 @@
 
 #ifdef _WIN32 /* msvcrt and the UCRT have no aligned_alloc: their own pair instead */
 #include <malloc.h>
+#if defined(__TINYC__) && __TINYC__ < 928 /* TinyCC 0.9.27's malloc.h leaves them out */
+void *__cdecl _aligned_malloc(size_t size, size_t alignment);
+void __cdecl _aligned_free(void *memory);
+#endif
 #define aligned_alloc(alignment, size) _aligned_malloc((size), (alignment))
 #define aligned_free _aligned_free
 #else

@@ -25,6 +25,9 @@
 #ifdef _WIN32
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
+#ifndef LOAD_LIBRARY_SEARCH_SYSTEM32 /* Windows 8's value; TinyCC 0.9.27's headers predate it */
+#define LOAD_LIBRARY_SEARCH_SYSTEM32 0x00000800
+#endif
 #else
 #include <dlfcn.h>
 #endif
@@ -48,7 +51,19 @@
 #define API_FUNC(RTYPE) API_IMPORT RTYPE
 #define API_DATA(TYPE) extern API_IMPORT TYPE
 
-_Static_assert(sizeof(void *) == 8, "a 64-bit CPython is assumed (object header, refcounts)");
+/* C11's static assertion and alignof; TinyCC 0.9.27 (triton-windows before
+   3.3) has neither, and gets a negative array size and __alignof__. */
+#if defined(__TINYC__) && __TINYC__ < 928
+#define STATIC_ASSERT_NAMED(COND, LINE) typedef char static_assertion_##LINE[(COND) ? 1 : -1]
+#define STATIC_ASSERT_AT(COND, LINE) STATIC_ASSERT_NAMED(COND, LINE)
+#define STATIC_ASSERT(COND, WHY) STATIC_ASSERT_AT(COND, __LINE__)
+#define ALIGNOF(TYPE) __alignof__(TYPE)
+#else
+#define STATIC_ASSERT(COND, WHY) _Static_assert(COND, WHY)
+#define ALIGNOF(TYPE) _Alignof(TYPE)
+#endif
+
+STATIC_ASSERT(sizeof(void *) == 8, "a 64-bit CPython is assumed (object header, refcounts)");
 
 typedef ptrdiff_t Py_ssize_t;
 typedef struct PyTypeObject PyTypeObject;   /* opaque in the limited API */
@@ -231,7 +246,7 @@ static inline int PyList_Check(PyObject *o) { return type_has_flag(o, Py_TPFLAGS
 /* ABI is bumped when the calling convention changes. launch() takes
    FIXED_ARGS (config, gridX, gridY, gridZ, stream), then NUM_PARAMS kernel
    arguments; NUM_SCRATCH pointers from the Config follow them. */
-#define MODULE_NAME "cubinrun_launcher_963beed867ac63f2"
+#define MODULE_NAME "cubinrun_launcher_352e423e646be41a"
 #define ABI 1
 #define FIXED_ARGS 5
 #define NUM_PARAMS 4
@@ -239,7 +254,29 @@ static inline int PyList_Check(PyObject *o) { return type_has_flag(o, Py_TPFLAGS
 
 static const char *const LEAF_TYPES[] = { "struct[i32,fp32,*kfp32,*fp32]", "fp32x4", "struct[i8,i16[3],fp64]", "*fp64", NULL };
 
-_Static_assert(_Alignof(CUtensorMap) >= 64, "cuda.h must align CUtensorMap");
+/* Over-aligned types, spelled so that every compiler that builds launchers
+   honours them: cuda.h aligns CUtensorMap only for a C11 or C++11 compiler
+   (_Alignas, alignas), and TinyCC, which says it is C99, would get it
+   unaligned. gcc, clang, zig cc and TinyCC take the attribute, MSVC its
+   declspec. TensorMap is a CUtensorMap aligned as cuda.h asks (128; TMA
+   needs 64). On the stack a tensor map is aligned by hand as well
+   (aligned_tensor_map): TinyCC 0.9.27 keeps locals 16-byte aligned only,
+   whatever their type says. */
+#if defined(_MSC_VER) && !defined(__clang__)
+#define ALIGNED(N) __declspec(align(N))
+#else
+#define ALIGNED(N) __attribute__((aligned(N)))
+#endif
+typedef struct TensorMap {
+  ALIGNED(128) cuuint64_t opaque[CU_TENSOR_MAP_NUM_QWORDS];
+} TensorMap;
+STATIC_ASSERT(sizeof(TensorMap) == sizeof(CUtensorMap), "a tensor map is 128 bytes");
+STATIC_ASSERT(ALIGNOF(TensorMap) >= 64, "a tensor map must be 64-byte aligned");
+#define TENSOR_MAP_SPACE (sizeof(TensorMap) + ALIGNOF(TensorMap) - 1)
+static inline TensorMap *aligned_tensor_map(unsigned char *space) {
+  uintptr_t mask = ALIGNOF(TensorMap) - 1;
+  return (TensorMap *)(((uintptr_t)space + mask) & ~mask);
+}
 
 /* ---- errors ------------------------------------------------------------- */
 
@@ -340,8 +377,12 @@ static void *resolve(Library lib, const char *symbol) {
   void *found = (void *)GetProcAddress(lib, symbol);
   if (!found) {
     DWORD code = GetLastError();
-    wchar_t wide[64];
-    MultiByteToWideChar(CP_UTF8, 0, symbol, -1, wide, sizeof wide / sizeof *wide);
+    wchar_t wide[64]; /* a driver symbol's name is short ASCII: widened by hand, as
+                         TinyCC 0.9.27's headers have no MultiByteToWideChar */
+    size_t i = 0;
+    for (; symbol[i] && i + 1 < sizeof wide / sizeof *wide; i++)
+      wide[i] = (wchar_t)(unsigned char)symbol[i];
+    wide[i] = L'\0';
     set_windows_error(wide, code);
   }
   return found;
@@ -686,7 +727,7 @@ static inline int to_ptr(PyObject *o, int k, CUdeviceptr *out) {
 /* ---- tensor maps --------------------------------------------------------- */
 
 /* A CUtensorMap passed by value: any object exposing 128 contiguous bytes. */
-static inline int to_tma_desc(PyObject *o, int k, CUtensorMap *out) {
+static inline int to_tma_desc(PyObject *o, int k, TensorMap *out) {
   Py_buffer view;
   if (PyObject_GetBuffer(o, &view, PyBUF_C_CONTIGUOUS) < 0) {
     PyErr_Clear();
@@ -1087,9 +1128,9 @@ static PyObject *convert_and_launch(const char *fname, unsigned long long n,
     return NULL;
   PyObject *const *kernel_args = args + FIXED_ARGS;
   (void)kernel_args;
-  _Alignas(8) unsigned char p0[24]; /* struct[i32,fp32,*kfp32,*fp32] */
-  _Alignas(16) unsigned char p1[16]; /* fp32x4 */
-  _Alignas(8) unsigned char p2[16]; /* struct[i8,i16[3],fp64] */
+  ALIGNED(8) unsigned char p0[24]; /* struct[i32,fp32,*kfp32,*fp32] */
+  ALIGNED(16) unsigned char p1[16]; /* fp32x4 */
+  ALIGNED(8) unsigned char p2[16]; /* struct[i8,i16[3],fp64] */
   CUdeviceptr p3; static CUdeviceptr last_p3; /* *fp64 */
   if (to_blob(kernel_args[0], 0, p0, 24) < 0) return NULL;
   if (to_blob(kernel_args[1], 1, p1, 16) < 0) return NULL;
@@ -1151,7 +1192,7 @@ static PyObject *make_signature_tuple(void) {
   return t;
 }
 
-PyMODINIT_FUNC PyInit_cubinrun_launcher_963beed867ac63f2(void) {
+PyMODINIT_FUNC PyInit_cubinrun_launcher_352e423e646be41a(void) {
   ConfigType = (PyTypeObject *)PyType_FromSpec(&config_spec);
   if (!ConfigType)
     return NULL;
