@@ -204,6 +204,15 @@ def load_cubins(path: Source) -> list[CubinInfo]:
     return [read_cubin(data, str(path))]
 
 
+def load_module_globals(path: Source) -> list[dict[str, int]]:
+    """module_globals of every cubin in a cubin or fatbin file, as load_cubins orders them."""
+    data = _read_file(path)
+    if is_fatbin(data):
+        return [module_globals(cubin, f"{path} [{i}]")
+                for i, cubin in enumerate(extract_cubins(data, str(path)))]
+    return [module_globals(data, str(path))]
+
+
 def read_cubin(data: bytes, path: str | None = None) -> CubinInfo:
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
@@ -216,6 +225,37 @@ def read_cubin(data: bytes, path: str | None = None) -> CubinInfo:
         return _read_elf(elf, data, path)
     # pyelftools is not written for hostile input: what the layout check above
     # cannot rule out ends here as a damaged file, never as a traceback.
+    except (ELFError, struct.error, ValueError, OverflowError, IndexError, KeyError,
+            TypeError, AttributeError, AssertionError) as exc:
+        why = shorten(str(exc) or type(exc).__name__)
+        raise SpecError(f"{where} is not a readable cubin: {why}") from None
+
+
+def module_globals(data: bytes, path: str | None = None) -> dict[str, int]:
+    """{name: bytes} of the module's variables: the STT_OBJECT symbols defined in
+    a `.nv.constant*` (`__constant__`) or `.nv.global*` (`__device__`) section.
+    Read only for a spec with `globals:`, so other runs do not pay for it."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    where = path or "the cubin"
+    _check_cuda_elf(data, where)
+    _check_layout(data, where)
+    try:
+        elf = ELFFile(io.BytesIO(data))
+        symtab = elf.get_section_by_name(".symtab")
+        if not isinstance(symtab, SymbolTableSection):
+            return {}
+        found: dict[str, int] = {}
+        for symbol in symtab.iter_symbols():
+            where_defined = symbol["st_shndx"]
+            if symbol["st_info"]["type"] != "STT_OBJECT" or not isinstance(where_defined, int):
+                continue
+            section = elf.get_section(where_defined).name
+            if section.startswith((".nv.constant", ".nv.global")) and symbol.name:
+                found[symbol.name] = int(symbol["st_size"])
+        return found
     except (ELFError, struct.error, ValueError, OverflowError, IndexError, KeyError,
             TypeError, AttributeError, AssertionError) as exc:
         why = shorten(str(exc) or type(exc).__name__)

@@ -14,22 +14,26 @@ from .common import console, current_arch, existing, force_option, json_option, 
 @click.option("--kernel", "kernel_name", metavar="NAME", help="Only this kernel.")
 @json_option
 def inspect(path, kernel_name, as_json):
-    """Show what a cubin (or a fatbin's cubins) holds: arch, kernels, parameters."""
+    """Show what a cubin (or a fatbin's cubins) holds: arch, kernels, parameters,
+    module globals."""
     from dataclasses import replace
 
-    from ..binary.cubin import load_cubins
+    from ..binary.cubin import load_cubins, load_module_globals
     infos = load_cubins(existing(path))
+    variables = load_module_globals(path)
     if kernel_name:
         infos = [replace(info, kernels=[info.kernel(kernel_name)]) for info in infos]
     if as_json:
         from .report import print_json
-        print_json(infos[0].to_json() if len(infos) == 1
-                   else {"cubins": [info.to_json() for info in infos]})
+        documents = [{**info.to_json(), "globals": [{"name": name, "size": size}
+                                                    for name, size in found.items()]}
+                     for info, found in zip(infos, variables)]
+        print_json(documents[0] if len(documents) == 1 else {"cubins": documents})
     else:
         from .inspect_view import render_inspect
         out = console()
-        for info in infos:
-            render_inspect(info, out)
+        for info, found in zip(infos, variables):
+            render_inspect(info, out, found)
 
 
 @click.command("compile")

@@ -9,7 +9,8 @@ if TYPE_CHECKING:
     from ..binary.cubin import CubinInfo, Dim3, KernelInfo
 
 
-def render_inspect(info: "CubinInfo", console) -> None:
+def render_inspect(info: "CubinInfo", console, variables: dict[str, int] | None = None) -> None:
+    """`variables`: the module's globals and their sizes (binary.cubin.module_globals)."""
     from rich.markup import escape
 
     count = len(info.kernels)
@@ -17,6 +18,9 @@ def render_inspect(info: "CubinInfo", console) -> None:
     console.print(f"[bold]{escape(info.path or 'cubin')}[/bold]  {info.arch}  "
                   f"ELF ABI {info.abi_version}  flags {info.elf_flags:#x}{built}  "
                   f"{count} kernel{'' if count == 1 else 's'}")
+    if variables:
+        from ..gpu.module_globals import describe
+        console.print(f"globals: {escape(describe(variables))}")
     for kernel in info.kernels:
         console.print()
         _render_kernel(kernel, console)
