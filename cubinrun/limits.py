@@ -157,3 +157,7 @@ REGISTER_ALLOCATION_UNIT = 256
 # --- messages ------------------------------------------------------------------
 # Characters of a bad value quoted in an error message.
 MAX_QUOTED_CHARS = 60
+
+# A check's whole-array reference (A @ B, sums, slices, Python references) when
+# the host's RAM is unknown; otherwise a quarter of it ($CUBINRUN_CHECK_MEMORY).
+DEFAULT_CHECK_MEMORY = 4 * GiB

@@ -456,7 +456,8 @@ def test_module_globals_are_the_constant_and_device_symbols_with_sizes(capsys, t
     (tmp_path / "g.cubin").write_bytes(cubin)
     with pytest.raises(SystemExit):
         main(["inspect", str(tmp_path / "g.cubin")])
-    assert "globals  d_filter 4356 B, d_count 4 B, table 32 B, ns::c2 32 B" in capsys.readouterr().out
+    assert ("globals: d_filter (4356 bytes), d_count (4 bytes), table (32 bytes), "
+            "ns::c2 (_ZN2ns2c2E, 32 bytes)") in capsys.readouterr().out
     with pytest.raises(SpecError, match="not an ELF file"):
         module_globals(b"not a cubin")
 

@@ -207,15 +207,24 @@ def expressions():
 
     def combine(children):
         binary = st.tuples(children, st.sampled_from(
-            ["+", "-", "*", "/", "//", "%", "**", "<", "==", ">="]), children).map(" ".join)
+            ["+", "-", "*", "/", "//", "%", "**", "<", "==", ">=", "@"]), children).map(" ".join)
         calls = st.tuples(st.sampled_from(
-            ["cdiv", "min", "max", "abs", "next_pow2", "log2", "sqrt", "where", "maximum", "foo"]),
-            st.lists(children, max_size=4)).map(lambda t: f"{t[0]}({', '.join(t[1])})")
-        return st.one_of(binary, calls, children.map(lambda c: f"({c})"),
+            ["cdiv", "min", "max", "abs", "next_pow2", "log2", "sqrt", "where", "maximum", "foo",
+             "sum", "mean", "prod", "cumsum", "transpose", "roll", "astype"]),
+            st.lists(children, max_size=4),
+            st.sampled_from(["", ", axis=0", ", axis=-1", ", axis=N", ", keepdims=1"])
+        ).map(lambda t: f"{t[0]}({', '.join(t[1])}{t[2] if t[1] else ''})")
+        whole = st.one_of(   # check.expect's operations on whole arrays
+            st.tuples(children, children).map(lambda t: f"reshape({t[0]}, [{t[1]}, -1])"),
+            children.map(lambda c: f"astype({c}, fp16)"),
+            children.map(lambda c: f"({c}).T"),
+            st.tuples(children, children, children).map(lambda t: f"({t[0]})[{t[1]}:{t[2]}]"),
+            st.tuples(children, children).map(lambda t: f"({t[0]})[::{t[1]}, 0]"))
+        return st.one_of(binary, calls, whole, children.map(lambda c: f"({c})"),
                          children.map(lambda c: f"-{c}"))
 
     return st.one_of(st.recursive(leaf, combine, max_leaves=30),
-                     st.text(alphabet="0123456789+-*/%()<>=, Nxy[]._e", max_size=80))
+                     st.text(alphabet="0123456789+-*/%()<>=, Nxy[]._e@:T", max_size=80))
 
 
 def signature_texts():

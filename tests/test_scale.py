@@ -226,6 +226,9 @@ def test_a_run_names_every_file_it_reads(project):
     assert sorted(p.relative_to(project) for p in needed_files(source)) == [
         Path("kernels/common.h"), Path("kernels/inner/more.h"), Path("kernels/k.cu"),
         Path("specs/src.yaml")]
+    conv = expand([str(CONFIGS / "conv1d_constant.yaml")], {})[0]     # a Python reference
+    assert sorted(p.name for p in needed_files(conv)) == [
+        "conv1d_constant.cu", "conv1d_constant.yaml", "conv1d_refs.py"]
     softmax = expand([str(CONFIGS / "triton_softmax.yaml")], {})[0]    # names sm_count
     assert sorted(p.name for p in needed_files(softmax)) == [
         "softmax_kernel.cubin", "softmax_kernel.json", "softmax_kernel.source",

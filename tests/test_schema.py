@@ -97,6 +97,8 @@ args:
   n: N
 grid: [1]
 launch: {num_warps: 4, global_scratch: {size: 64}}
+globals:
+  d_filter: {dtype: fp32, shape: [9], init: random}
 check:
   x: {expect: x, rtol: 0}
 bench: {l2: hot}
@@ -104,7 +106,8 @@ bench: {l2: hot}
 SECTION_PATHS = {"spec": (), "kernel": ("kernel",), "launch": ("launch",),
                  "scratch": ("launch", "global_scratch"), "buffer": ("args", "x"),
                  "init": ("args", "x", "init"), "descriptor": ("args", "d"),
-                 "check_entry": ("check", "x"), "bench": ("bench",)}
+                 "check_entry": ("check", "x"), "bench": ("bench",),
+                 "global": ("globals", "d_filter")}
 
 
 def test_the_spec_with_every_section_loads_and_is_valid(write_spec):

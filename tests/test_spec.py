@@ -113,7 +113,7 @@ def test_errors_name_file_field_and_line(write_spec):
     (("  num_warps: 4", "  scratch_params: 3"), "launch.scratch_params", "0, 1 or 2"),
     (("{expect: x + y, rtol: 1e-6}", "{expect: x + z}"), "check.out.expect", "unknown name 'z'"),
     (("{expect: x + y, rtol: 1e-6}", "{expect: x.sum()}"), "check.out.expect", "not allowed"),
-    (("{expect: x + y, rtol: 1e-6}", "{rtol: 1e-6}"), "check.out", "exactly one of expect or file"),
+    (("{expect: x + y, rtol: 1e-6}", "{rtol: 1e-6}"), "check.out", "exactly one of expect, file or reference"),
     (("{expect: x + y, rtol: 1e-6}", "{expect: x, exact: true, atol: 0}"), "check.out.exact",
      "no rtol/atol"),
     (("{expect: x + y, rtol: 1e-6}", "{expect: x, rtol: -1}"), "check.out.rtol", "non-negative"),

@@ -199,6 +199,15 @@ def load_cubins(path: Source) -> list[CubinInfo]:
     return [read_cubin(data, str(path))]
 
 
+def load_module_globals(path: Source) -> list[dict[str, int]]:
+    """module_globals of every cubin in a cubin or fatbin file, as load_cubins orders them."""
+    data = _read_file(path)
+    if is_fatbin(data):
+        return [module_globals(cubin, f"{path} [{i}]")
+                for i, cubin in enumerate(extract_cubins(data, str(path)))]
+    return [module_globals(data, str(path))]
+
+
 def read_cubin(data: bytes, path: str | None = None) -> CubinInfo:
     return _with_elf(data, path, lambda elf: _read_elf(elf, data, path))
 
@@ -221,22 +230,11 @@ def _with_elf(data: bytes, path: str | None, read):
         raise SpecError(f"{where} is not a readable cubin: {why}") from None
 
 
-GLOBAL_SECTIONS = (".nv.constant3", ".nv.global", ".nv.global.init")   # __constant__, __device__
-
-
 def module_globals(data: bytes, path: str | None = None) -> dict[str, int]:
-    """The module's `__constant__` and `__device__` variables: symbol -> size in
-    bytes, from the ELF symbol table (STT_OBJECT symbols in .nv.constant3,
-    .nv.global and .nv.global.init). A file-scope variable's symbol is its C++
-    name; one in a namespace is mangled (`_ZN2ns2c2E`)."""
+    """{name: bytes} of the module's variables: the STT_OBJECT symbols defined in
+    a `.nv.constant*` (`__constant__`) or `.nv.global*` (`__device__`) section.
+    Read only for a spec with `globals:`, so other runs do not pay for it."""
     return _with_elf(data, path, _globals_of)
-
-
-def load_module_globals(path: Source) -> list[dict[str, int]]:
-    """`module_globals` of every cubin in a cubin or fatbin file, in load_cubins' order."""
-    data = _read_file(path)
-    cubins = extract_cubins(data, str(path)) if is_fatbin(data) else [data]
-    return [module_globals(cubin, str(path)) for cubin in cubins]
 
 
 def _globals_of(elf: Any) -> dict[str, int]:
@@ -244,11 +242,15 @@ def _globals_of(elf: Any) -> dict[str, int]:
     symtab = elf.get_section_by_name(".symtab")
     if not isinstance(symtab, SymbolTableSection):
         return {}
-    names = {index: section.name for index, section in enumerate(elf.iter_sections())}
-    return {symbol.name: symbol["st_size"] for symbol in symtab.iter_symbols()
-            if symbol["st_info"]["type"] == "STT_OBJECT"
-            and isinstance(symbol["st_shndx"], int)
-            and names.get(symbol["st_shndx"]) in GLOBAL_SECTIONS}
+    found: dict[str, int] = {}
+    for symbol in symtab.iter_symbols():
+        where_defined = symbol["st_shndx"]
+        if symbol["st_info"]["type"] != "STT_OBJECT" or not isinstance(where_defined, int):
+            continue
+        section = elf.get_section(where_defined).name
+        if section.startswith((".nv.constant", ".nv.global")) and symbol.name:
+            found[symbol.name] = int(symbol["st_size"])
+    return found
 
 
 def _read_file(path: Source) -> bytes:

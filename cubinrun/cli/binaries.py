@@ -15,23 +15,24 @@ from .common import console, current_arch, existing, force_option, json_option, 
 @json_option
 def inspect(path, kernel_name, as_json):
     """Show what a cubin (or a fatbin's cubins) holds: arch, kernels (C++ names
-    demangled), parameters, and the module's __constant__ / __device__ globals."""
+    demangled), parameters, module globals."""
     from dataclasses import replace
 
     from ..binary.cubin import load_cubins, load_module_globals
     infos = load_cubins(existing(path))
-    module_globals = load_module_globals(path)
+    variables = load_module_globals(path)
     if kernel_name:
         infos = [replace(info, kernels=[info.kernel(kernel_name)]) for info in infos]
     if as_json:
         from .report import print_json
-        documents = [{**info.to_json(), "globals": found}
-                     for info, found in zip(infos, module_globals)]
+        documents = [{**info.to_json(), "globals": [{"name": name, "size": size}
+                                                    for name, size in found.items()]}
+                     for info, found in zip(infos, variables)]
         print_json(documents[0] if len(documents) == 1 else {"cubins": documents})
     else:
         from .inspect_view import render_inspect
         out = console()
-        for info, found in zip(infos, module_globals):
+        for info, found in zip(infos, variables):
             render_inspect(info, out, found)
 
 

@@ -10,8 +10,8 @@ if TYPE_CHECKING:
     from ..binary.cubin import CubinInfo, Dim3, KernelInfo
 
 
-def render_inspect(info: "CubinInfo", console, module_globals: dict[str, int] | None = None
-                   ) -> None:
+def render_inspect(info: "CubinInfo", console, variables: dict[str, int] | None = None) -> None:
+    """`variables`: the module's globals and their sizes (binary.cubin.module_globals)."""
     from rich.markup import escape
 
     count = len(info.kernels)
@@ -19,9 +19,9 @@ def render_inspect(info: "CubinInfo", console, module_globals: dict[str, int] | 
     console.print(f"[bold]{escape(info.path or 'cubin')}[/bold]  {info.arch}  "
                   f"ELF ABI {info.abi_version}  flags {info.elf_flags:#x}{built}  "
                   f"{count} kernel{'' if count == 1 else 's'}")
-    if module_globals:
-        console.print("globals  " + escape(", ".join(
-            f"{_demangled(name)} {size} B" for name, size in module_globals.items())))
+    if variables:
+        from ..gpu.module_globals import describe
+        console.print(f"globals: {escape(describe(variables))}")
     for kernel in info.kernels:
         console.print()
         _render_kernel(kernel, console)
@@ -54,11 +54,6 @@ def _render_kernel(kernel: "KernelInfo", console) -> None:
     for param in kernel.params:
         table.add_row(str(param.ordinal), str(param.offset), str(param.size))
     console.print(Padding(table, (0, 0, 0, 2), expand=False))
-
-
-def _demangled(symbol: str) -> str:
-    from ..binary.cubin import demangle
-    return demangle(symbol) or symbol
 
 
 def _dims(values: "Dim3 | None") -> str:

@@ -58,13 +58,21 @@ def render_plan(prepared: "Prepared", console) -> None:
             buffers.add_row(escape(b.name), b.dtype.name, shape, human_bytes(b.nbytes),
                             b.init.describe(), str(b.save) if b.save else "")
         console.print(buffers)
+    if spec.globals:
+        table = Table(title="module globals (written before each launch)", title_justify="left")
+        for column in ("name", "dtype", "shape", "bytes", "init"):
+            table.add_column(column, justify="right" if column == "bytes" else "left")
+        for g in spec.globals.values():
+            table.add_row(escape(g.name), g.dtype.name, dims(g.shape) if g.shape else "scalar",
+                          human_bytes(g.nbytes), escape(g.init.describe()))
+        console.print(table)
     if spec.device_values:
         shown = ", ".join(f"{k}={v}" for k, v in spec.device_values.items())
         console.print(escape(f"device values {shown} (from {spec.device_source})"))
     for note in spec.notes:
         console.print(escape(f"note: {note}"))
     console.print(f"device memory {human_bytes(plan.device_bytes)}; "
-                  f"checks: {', '.join(c.output for c in spec.checks) or 'none'}; "
+                  f"checks: {escape(', '.join(c.name for c in spec.checks)) or 'none'}; "
                   f"launcher {escape(prepared.launcher.__file__)}")
 
 
@@ -88,6 +96,7 @@ def _error_text(value: float | None) -> str:
 
 def render_result(result, console) -> None:
     """The launch report: what ran where, the check, the timing, the throughput."""
+    from rich.markup import escape
     from rich.table import Table
     spec, kernel, device = result.spec, result.kernel, result.device
     console.print(f"[bold]{kernel['name']}[/bold] on {device['name']} ({device['arch']})")
@@ -109,13 +118,15 @@ def render_result(result, console) -> None:
             checks.add_column(column)
         for c in result.checks:
             tolerance = "exact" if c.exact else f"{c.rtol:g} / {c.atol:g}"
-            checks.add_row(c.name, "[green]pass[/green]" if c.passed else "[red]FAIL[/red]",
+            checks.add_row(escape(c.name),               # a region key is not markup
+                           "[green]pass[/green]" if c.passed else "[red]FAIL[/red]",
                            _error_text(c.max_abs_err), _error_text(c.max_rel_err),
                            f"{c.mismatches} / {c.count}", tolerance)
         console.print(checks)
         for c in result.checks:
             for index, got, expected in c.first_mismatches:
-                console.print(f"  {c.name}{list(index)}: got {got!r}, expected {expected!r}")
+                console.print(escape(f"  {c.name}{list(index)}: got {got!r}, "
+                                     f"expected {expected!r}"))
 
     for report in result.debug:             # guard bands, --repeat
         report.render(console)

@@ -17,7 +17,11 @@ gpu/kernel.py and the launcher's Config: the shared-memory opt-in above 48 KiB,
 non-portable clusters above 8, PDL, cooperative, clusters (num_ctas: a
 (K, 1, 1) cluster with the SPREAD policy). The expected outputs come from the
 spec's `check` (check.expected_for), so generating a reproducer needs no GPU
-for a cubin or Triton kernel.
+for a cubin or Triton kernel (a `reference: FILE.py:FUNCTION` runs here, as
+it would for a launch). Module globals (`globals:`) are written as inputs
+too, at the address cuModuleGetGlobal gives, and may be checked. Region
+checks are not reproduced yet: such a spec is refused with one line (exit 2)
+rather than given a reproducer that would compare other elements.
 """
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..hostdata.values import to_float64
+from ..hostdata.values import input_values, to_float64
 from ..plan.packing import pack_struct, scalar_bytes
 from ..signature import leaf_size
 
@@ -74,30 +78,43 @@ def write_repro(prepared, folder: Path, inputs: list | None = None,
     from ..hostdata.check import expected_for
     plan = prepared.plan
     spec = plan.spec
-    names = list(spec.buffers)
+    from ..specfile.locate import located
+    with located(spec.path):
+        refuse_unsupported(spec)
+    outputs = {**spec.buffers, **spec.globals}
+    names = list(outputs)
     input_paths = [f"inputs/{index:02d}_{_file_name(name)}.bin" for index, name in enumerate(names)]
     expected_paths = [f"expected/{_file_name(check.output)}.bin" for check in spec.checks]
     files = ["kernel.cubin", "repro.c", "run.sh", *input_paths, *expected_paths]
     _check_folder(folder, files, force)
     if inputs is None:
         inputs = make_inputs(plan)
+    inputs = list(inputs) + [input_values(g, len(spec.buffers) + i)       # as a launch makes them
+                             for i, g in enumerate(spec.globals.values())]
+    symbols = {}
+    if spec.globals:
+        from ..binary.cubin import module_globals
+        from ..gpu.module_globals import check_globals
+        symbols = check_globals(spec, module_globals(prepared.cubin), str(spec.kernel.path))
     _write(folder / "kernel.cubin", [prepared.cubin])
 
     buffer_rows, input_bytes = [], 0
     for name, values, path in zip(names, inputs, input_paths, strict=True):
         nbytes = _write(folder / path, _input_blocks(values))
         input_bytes += nbytes
-        offset = spec.buffers[name].offset_bytes
+        offset = outputs[name].offset_bytes
+        symbol = _c_string(symbols[name]) if name in symbols else "NULL"
         buffer_rows.append(f"    {{{_c_string(name)}, {_c_string(path)}, {nbytes}u, "
-                           f"{offset}u}},")
+                           f"{offset}u, {symbol}}},")
 
     check_rows, tables = [], {}
     by_name = dict(zip(names, inputs))
     env = spec.expression_env()
     for check, path in zip(spec.checks, expected_paths, strict=True):
-        buffer = spec.buffers[check.output]
+        buffer = outputs[check.output]
         dtype = buffer.dtype
-        expected = expected_for(check, buffer.shape, dtype, by_name, env)
+        with located(spec.path):            # a reference's errors name the spec's line
+            expected = expected_for(check, buffer.shape, dtype, by_name, env)
         _write(folder / path, expected.blocks())
         table = "NULL"
         if dtype.size == 1 and dtype.kind == "float":
@@ -114,6 +131,15 @@ def write_repro(prepared, folder: Path, inputs: list | None = None,
     _write(folder / "repro.c", [source.encode()])
     _write(folder / "run.sh", [RUN_SH.encode()], mode=0o777)    # the umask makes it 755
     return Written(folder, files, input_bytes, [c.output for c in spec.checks])
+
+
+def refuse_unsupported(spec) -> None:
+    """SpecError for what the reproducer's C cannot do yet (module docstring)."""
+    from ..errors import SpecError
+    for check in spec.checks:
+        if check.region is not None:
+            raise SpecError(f"repro compares whole outputs; the region check {check.name!r} "
+                            "has no reproducer yet", field="check", line=check.line)
 
 
 def _check_folder(folder: Path, files: list[str], force: bool) -> None:
@@ -163,7 +189,7 @@ def _write(path: Path, blocks, mode: int = 0o666) -> int:
 def _source(prepared, buffer_rows: list[str], check_rows: list[str], tables: dict) -> str:
     plan = prepared.plan
     spec, launch = plan.spec, plan.spec.launch
-    names = list(spec.buffers)
+    names = [*spec.buffers, *spec.globals]
     gx, gy, gz = spec.launched_grid
     bx, by, bz = spec.block
     cluster = plan.cluster
@@ -188,7 +214,7 @@ def _source(prepared, buffer_rows: list[str], check_rows: list[str], tables: dic
         parts.append(f"static const double TABLE_{name}[256] = {{\n    "
                      + ", ".join(_c_double(v) for v in values) + "};")
     parts.append("static const Buffer BUFFERS[NUM_BUFFERS + 1] = {\n"
-                 + "\n".join(buffer_rows) + "\n    {NULL, NULL, 0, 0}};")
+                 + "\n".join(buffer_rows) + "\n    {NULL, NULL, 0, 0, NULL}};")
     parts.append("static const Check CHECKS[NUM_CHECKS + 1] = {\n" + "\n".join(check_rows)
                  + "\n    {NULL, 0, 0, 0, NULL, 0, 0, 0, 0.0, 0.0, 0, NULL}};")
     title = (f"{prepared.kernel_name} from {spec.kernel.path.name}: grid {gx} x {gy} x {gz}, "

@@ -80,6 +80,7 @@ static CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
 static CUresult (*cuCtxSetCurrent)(CUcontext);
 static CUresult (*cuModuleLoadData)(CUmodule *, const void *);
 static CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+static CUresult (*cuModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
 static CUresult (*cuFuncGetAttribute)(int *, int, CUfunction);
 static CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
 static CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
@@ -112,6 +113,7 @@ static const struct {
     {{"cuCtxSetCurrent"}, (void **)&cuCtxSetCurrent, 0},
     {{"cuModuleLoadData"}, (void **)&cuModuleLoadData, 0},
     {{"cuModuleGetFunction"}, (void **)&cuModuleGetFunction, 0},
+    {{"cuModuleGetGlobal_v2"}, (void **)&cuModuleGetGlobal, 0},
     {{"cuFuncGetAttribute"}, (void **)&cuFuncGetAttribute, 0},
     {{"cuFuncSetAttribute"}, (void **)&cuFuncSetAttribute, 0},
     {{"cuMemAlloc_v2"}, (void **)&cuMemAlloc, 0},
@@ -234,6 +236,7 @@ typedef struct {
   const char *input;
   size_t nbytes;
   size_t offset;          /* the buffer's start past its allocation's (the spec's offset:) */
+  const char *symbol;     /* a module global's symbol (the spec's globals:); NULL: a buffer */
 } Buffer;
 
 enum { BITS, CLOSE };     /* bit patterns as the dtype rounds the reference; |out - ref| */
@@ -326,8 +329,19 @@ int main(int argc, char **argv) {
   for (int b = 0; b < NUM_BUFFERS; b++) {
     size_t nbytes = BUFFERS[b].offset + BUFFERS[b].nbytes;
     host[b] = read_file(BUFFERS[b].input, BUFFERS[b].nbytes);
-    CHECK(cuMemAlloc(&base[b], nbytes ? nbytes : 1));
-    dev[b] = base[b] + BUFFERS[b].offset;
+    base[b] = 0;
+    if (BUFFERS[b].symbol) {        /* a module global: written where the module keeps it */
+      size_t size = 0;
+      CHECK(cuModuleGetGlobal(&dev[b], &size, module, BUFFERS[b].symbol));
+      if (size < BUFFERS[b].nbytes) {
+        fprintf(stderr, "global %s holds %zu bytes, not %zu\n", BUFFERS[b].symbol, size,
+                BUFFERS[b].nbytes);
+        return 4;
+      }
+    } else {
+      CHECK(cuMemAlloc(&base[b], nbytes ? nbytes : 1));
+      dev[b] = base[b] + BUFFERS[b].offset;
+    }
     if (BUFFERS[b].nbytes)
       CHECK(cuMemcpyHtoD(dev[b], host[b], BUFFERS[b].nbytes));
   }
@@ -395,7 +409,8 @@ int main(int argc, char **argv) {
   printf(" (event pairs, which add ~2 us to short kernels)\n");
   free(times);
   for (int b = 0; b < NUM_BUFFERS; b++) {
-    cuMemFree(base[b]);
+    if (base[b])
+      cuMemFree(base[b]);
     free(host[b]);
   }
   free(image);

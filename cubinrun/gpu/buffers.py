@@ -41,6 +41,7 @@ class DeviceMemory:
     seconds: dict[str, float] = field(default_factory=dict)    # "init", "upload"
     guard: bool = False              # guard bands around each buffer (gpu/guards.py)
     guards: list = field(default_factory=list)
+    globals: dict = field(default_factory=dict)     # module_globals.DeviceGlobal, by name
     _allocations: list[int] = field(default_factory=list)
 
     def _alloc(self, nbytes: int, align: int = 1) -> int:
@@ -76,7 +77,9 @@ class DeviceMemory:
 
     def upload(self) -> None:
         """Fill every buffer from its input (the device is free to run afterwards)."""
+        from . import module_globals
         staging = self.staging
+        kept = module_globals.write(self.globals, staging.stream)     # alive until finish()
         for buffer in self.buffers.values():
             values = buffer.values
             if values.pattern is not None:
@@ -85,6 +88,7 @@ class DeviceMemory:
                 staging.upload(buffer.pointer, values.host, values.count, values.block_size,
                                values.block)
         staging.finish()
+        del kept
 
     def restore(self, plan: Plan) -> None:
         """Back to the state before the first launch (`--repeat`): the scratch zeroed
@@ -129,12 +133,15 @@ def make_host_arrays(plan: Plan) -> list[np.ndarray]:
 def allocate(plan: Plan, inputs: list[InputValues] | None = None,
              device_name: str = "the device", guard: bool = False,
              repeat: int = 1,
-             staging: Callable[[int], Staging] | None = None) -> DeviceMemory:
+             staging: Callable[[int], Staging] | None = None,
+             module_globals: dict | None = None) -> DeviceMemory:
     """Device buffers filled from `inputs` (made here if not given) and the scratch;
     with `guard`, each buffer between two guard bands. Refused before anything is
     allocated if they cannot fit the device (with room for `--repeat`'s copy of
     run 1's buffers when `repeat` > 1). `staging(largest)`: pinned slots to
-    borrow (a session's), rather than slots made and freed for this run."""
+    borrow (a session's), rather than slots made and freed for this run.
+    `module_globals`: the module's globals to write with the buffers
+    (module_globals.bind)."""
     from .capacity import check_device
     if inputs is None:
         inputs = make_inputs(plan)
@@ -149,6 +156,7 @@ def allocate(plan: Plan, inputs: list[InputValues] | None = None,
             memory.add_buffer(spec, values)
         memory.global_scratch = memory.add_scratch(plan.global_scratch)
         memory.profile_scratch = memory.add_scratch(plan.profile_scratch)
+        memory.globals = dict(module_globals or {})
         memory.upload()
     except BaseException:
         memory.free()

@@ -231,6 +231,12 @@ def get_function(module, name: str):
     return call("cuModuleGetFunction", module, name.encode(), context=f"kernel {name!r}")
 
 
+def module_global(module, name: str) -> tuple[int, int]:
+    """(address, bytes) of a `__constant__` / `__device__` symbol of `module`."""
+    pointer, size = call("cuModuleGetGlobal", module, name.encode(), context=f"global {name!r}")
+    return int(pointer), int(size)
+
+
 def function_attribute(function, attribute: str) -> int:
     return call("cuFuncGetAttribute",
                 enum("CUfunction_attribute", f"CU_FUNC_ATTRIBUTE_{attribute}"), function)

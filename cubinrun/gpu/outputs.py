@@ -4,7 +4,11 @@ saved slot by slot while the next slots arrive.
 Each checked output is compared box by box on the worker threads (check.Checker)
 straight from the pinned slot it arrived in, its inputs read again block by
 block (hostdata.InputValues); a saved output is written to its .npy in order on
-this thread. So no output or input is ever whole in host memory.
+this thread. So no output or input is ever whole in host memory, except where
+a check asks for it: an output with a region check (`"x[1:-1, :]"`) is
+downloaded whole and each of its checks compares its slice, and a checked
+global is read back whole (module_globals.read). Their size counts against
+CUBINRUN_CHECK_MEMORY (check.check_reference).
 """
 from __future__ import annotations
 
@@ -21,30 +25,70 @@ class Outputs:
 
 def check_and_save(spec, memory) -> Outputs:
     """`memory`: the launch's buffers.DeviceMemory, after the kernel finished."""
+    from ..errors import SpecError
     from ..hostdata.check import Checker
     env = spec.expression_env()
     inputs = {name: b.values for name, b in memory.buffers.items()}
-    checkers = {}
+    inputs.update((name, g.values) for name, g in memory.globals.items())
+    outputs = {**spec.buffers, **spec.globals}
+    checkers = []
     for check in spec.checks:
-        buffer = spec.buffers[check.output]
-        checkers[check.output] = Checker(check, buffer.shape, buffer.dtype, inputs, env)
+        target = outputs[check.output]
+        try:
+            checkers.append(Checker(check, target.shape, target.dtype, inputs, env,
+                                    scope=str(spec.path)))
+        except SpecError as exc:            # a region's field path holds brackets: its line
+            raise exc.located(line=check.line if check.region is not None else None) from None
     began, waited = time.perf_counter(), memory.staging.waits.copies
-    parts = {}
+    parts: dict[int, list] = {}
     for buffer in spec.buffers.values():
-        if buffer.name in checkers or buffer.save:
-            parts[buffer.name] = _download(memory, buffer, checkers.get(buffer.name))
-    done = Outputs([checkers[c.output].result(parts[c.output]) for c in spec.checks],
+        mine = [c for c in checkers if c.check.output == buffer.name]
+        if any(c.check.region is not None for c in mine):
+            whole = _download_whole(memory, buffer)
+            for c in mine:
+                parts[id(c)] = _compare_whole(c, whole)
+        elif mine or buffer.save:
+            found = _download(memory, buffer, mine[0] if mine else None)
+            if mine:
+                parts[id(mine[0])] = found
+    if any(c.check.output in memory.globals for c in checkers):
+        from .module_globals import read
+        values = {name: read(g) for name, g in memory.globals.items()
+                  if any(c.check.output == name for c in checkers)}
+        for c in checkers:
+            if c.check.output in values:
+                parts[id(c)] = _compare_whole(c, values[c.check.output])
+    done = Outputs([c.result(parts[id(c)]) for c in checkers],
                    [str(b.save) for b in spec.buffers.values() if b.save])
     download = memory.staging.waits.copies - waited
     done.seconds = {"download": download, "check": time.perf_counter() - began - download}
     return done
 
 
-def _download(memory, buffer, checker) -> list:
-    """One output, slot by slot: the parts of its check, in box order."""
+def _download_whole(memory, buffer):
+    """One output, whole (saved on the way, as _download does)."""
+    import numpy as np
+    whole = np.empty(buffer.shape, dtype=buffer.dtype.numpy_dtype())
+    _download(memory, buffer, None, whole.reshape(-1))
+    return whole
+
+
+def _compare_whole(checker, array) -> list:
+    """A check's parts from an output held whole: its region's elements, box by box."""
+    import numpy as np
+    from ..hostdata.threads import run_all
+    region = checker.check.region
+    flat = np.ascontiguousarray(array if region is None else array[tuple(region)]).reshape(-1)
+    return run_all([lambda box=box: checker.compare(box, flat[box[0]:box[1]])
+                    for box in checker.boxes])
+
+
+def _download(memory, buffer, checker, into=None) -> list:
+    """One output, slot by slot: the parts of its check, in box order; `into`: a
+    flat array of the output's size to copy it to."""
     from ..hostdata.check import CHUNK, boxes
-    from ..hostdata.values import NpyWriter
     from ..hostdata.threads import gather, submit
+    from ..hostdata.values import NpyWriter
     staging, host = memory.staging, buffer.dtype.numpy_dtype()
     groups = _group(checker.boxes if checker else boxes(buffer.shape, CHUNK),
                     staging.elements(host.itemsize))
@@ -56,6 +100,8 @@ def _download(memory, buffer, checker) -> list:
                  for box in groups[start, stop]] if checker else []
         if writer is not None:
             writer.write(view)
+        if into is not None:
+            into[start:stop] = view
         futures.extend(tasks)
         return tasks
     try:

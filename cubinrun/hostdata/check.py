@@ -11,6 +11,20 @@ The reference
   elements of the output's type; any other numeric file holds plain values.
 - It must broadcast to the output's shape (a scalar broadcasts).
 
+References beyond elementwise (`A @ B`, reductions, slices, `reshape`, ...,
+and `reference: FILE.py:FUNCTION`) are made whole: the inputs they read are
+made whole and upcast as above, the reference is evaluated once (NumPy; a
+float64 matmul goes to its multithreaded BLAS), and the output's boxes are
+compared with the reference's boxes. What that needs (every array the
+expression makes, counted from the shapes before anything is made) must fit
+CUBINRUN_CHECK_MEMORY (capacity.check_memory_limit), else the check is refused
+(exit 2) with the size. Such references are kept for the next run of a sweep
+(refcache.py) when nothing they read changed.
+
+A check of a region (`"x[1:-1, 1:-1]"`) compares only that slice of the
+output (downloaded whole for it); a check of a global compares the value read
+back after the launch. Mismatches are reported at the output's own indices.
+
 Integer references meet integer outputs modulo 2**bits: the reference is
 wrapped into the output's type as a store would truncate it, so `x + y` in i32
 matches a kernel whose i32 sum overflows. Boolean outputs expect reference != 0
@@ -29,6 +43,15 @@ rule of numpy.isclose; defaults apply to whichever of rtol / atol is not given):
     fp8e4b15   0.125   1e-2     2**-4..2**-3: 1 to 2 ulp
     fp8e5      0.25    1e-2     2**-3..2**-2: 1 to 2 ulp
     integers   exact            (rtol / atol given: compared as above, in float64)
+
+A reference that sums many terms (`@`, `sum`, `mean`, `cumsum`, `prod`, and
+Python references, which are usually convolutions or stencils) is compared
+with a default atol of max(the dtype's atol, rtol x max|reference|): the error
+of a float32 dot product grows with the size of its terms, not with its
+result, so an element that cancels to near 0 would fail any tolerance
+relative to itself. (A 4096-term fp32 dot product of uniform(-1, 1) inputs
+is off by ~1e-6 absolute where the result is ~1e-2; the float64 reference
+itself is exact to ~1e-14.) A given atol is used as given.
 
 `exact: true` compares bit patterns with the reference rounded to the output
 dtype (round to nearest even; fp8e4b15 by hostdata.encode_fp8e4b15): -0.0 and
@@ -59,6 +82,9 @@ from ..errors import SpecError
 from .values import CHUNK as BLOCK
 from .values import check_npy, convert_exactly, encode_fp8e4b15_masked, load_npy, to_float64
 from ..specfile.model import BufferArg, Check
+from .reference_arrays import (Box, as_input, box_origin, box_shape, boxes, evaluate,
+                               must_broadcast, upcast)
+from .whole_reference import WholeReference, check_whole, is_whole, reduces
 
 CHUNK = BLOCK       # elements per compared block: the inputs' blocks, so none is drawn twice
 MAX_REPORTED = 8
@@ -120,16 +146,29 @@ def default_tolerances(dtype: ElementType) -> tuple[float, float]:
     return DEFAULT_TOLERANCES.get(dtype.name, (0.0, 0.0))
 
 
+def compared_shape(check: Check, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape a check compares: its region's, or the whole output's `shape`."""
+    if check.region is None:
+        return tuple(shape)
+    from ..specfile.expr import region_shape
+    return region_shape(list(check.region), tuple(shape))
+
+
 def check_reference(check: Check, output: BufferArg, buffers: Mapping[str, BufferArg],
                     scalars: Mapping[str, int | float]) -> None:
     """What `run_check` would refuse in the reference, found without data (a dry
     run): the expression evaluated on one-element stand-ins of the inputs (so
     `cdiv(x)` and `1/0` fail here), its shape worked out from the buffers'
-    shapes, or a file's header read."""
+    shapes (a whole-array expression: with the same rules as NumPy's, and the
+    memory it needs), or a file's header read. `buffers` holds the globals too."""
     from ..specfile.expr import result_shape
-    field = f"check.{check.output}"
+    field = f"check.{check.name}"
+    shape_checked = compared_shape(check, output.shape)
     if check.file is not None:
-        check_npy(check.file, output.shape, f"{field}.file", output.dtype, "the output")
+        check_npy(check.file, shape_checked, f"{field}.file", output.dtype, "the output")
+        return
+    if is_whole(check, buffers):
+        check_whole(check, output, buffers, scalars, shape_checked, field)
         return
     env: dict[str, Any] = dict(scalars)
     for name in check.expect.names:
@@ -138,7 +177,7 @@ def check_reference(check: Check, output: BufferArg, buffers: Mapping[str, Buffe
             host = (np.float64 if b.dtype.kind == "float"
                     else np.uint64 if b.dtype.name == "u64" else np.int64)
             env[name] = np.ones((1,) * len(b.shape), dtype=host)
-    _evaluate(check.expect, env, f"{field}.expect")     # raises for cdiv(x), 1/0, bad names
+    evaluate(check.expect, env, f"{field}.expect")     # raises for cdiv(x), 1/0, bad names
     try:
         shape = result_shape(check.expect, {n: b.shape for n, b in buffers.items()})
     except ValueError as exc:                   # names the operands and their shapes
@@ -153,9 +192,6 @@ def check_reference(check: Check, output: BufferArg, buffers: Mapping[str, Buffe
                         field=f"{field}.expect")
 
 
-Box = tuple  # (flat start, flat stop, index): a run of flat indices that is a box of the array
-
-
 def run_check(check: Check, output: np.ndarray, dtype: ElementType,
               inputs: Mapping[str, Any], scalars: Mapping[str, int | float],
               input_types: Mapping[str, ElementType] | None = None) -> CheckResult:
@@ -166,6 +202,8 @@ def run_check(check: Check, output: np.ndarray, dtype: ElementType,
     uint8; others are recognised by their NumPy dtype)."""
     from .threads import run_all
     checker = Checker(check, output.shape, dtype, inputs, scalars, input_types)
+    if check.region is not None:
+        output = output[tuple(check.region)]
     flat = np.ascontiguousarray(output).reshape(-1)
     return checker.result(run_all([lambda box=box: checker.compare(box, flat[box[0]:box[1]])
                                    for box in checker.boxes]))
@@ -178,15 +216,25 @@ class Checker:
 
     def __init__(self, check: Check, shape: tuple[int, ...], dtype: ElementType,
                  inputs: Mapping[str, Any], scalars: Mapping[str, int | float],
-                 input_types: Mapping[str, ElementType] | None = None):
-        self.check, self.shape, self.dtype = check, tuple(shape), dtype
-        field = f"check.{check.output}"
+                 input_types: Mapping[str, ElementType] | None = None,
+                 scope: str | None = None):
+        """`shape`: the whole output's (a region check compares part of it);
+        `scope`: what a kept whole reference belongs to (the spec), None to keep none."""
+        self.check, self.dtype = check, dtype
+        self.output_shape = tuple(shape)
+        self.shape = compared_shape(check, self.output_shape)
+        field = f"check.{check.name}"
+        scale = None
         if check.file is not None:
             self._reference: Any = _FileReference(check.file, self.shape, dtype, f"{field}.file")
+        elif is_whole(check, inputs):
+            self._reference = WholeReference(check, self.shape, self.output_shape, inputs,
+                                              scalars, input_types or {}, field, scope)
+            scale = self._reference.scale() if reduces(check) else None
         else:
             self._reference = _ExpectReference(check.expect, self.shape, inputs, scalars,
                                                input_types or {}, f"{field}.expect")
-        self.comparison = _Comparison.make(check, dtype, self._reference.dtype)
+        self.comparison = _Comparison.make(check, dtype, self._reference.dtype, scale)
         if self._reference.needs_boxes:
             self.boxes = boxes(self.shape, CHUNK)
         else:                               # flat runs, each one block of every input
@@ -213,48 +261,23 @@ class Checker:
                 max_abs, max_rel = _max(max_abs, part.max_abs), _max(max_rel, part.max_rel)
         comparison = self.comparison
         return CheckResult(
-            name=self.check.output, passed=mismatches == 0, count=math.prod(self.shape),
+            name=self.check.name, passed=mismatches == 0, count=math.prod(self.shape),
             mismatches=mismatches, max_abs_err=max_abs, max_rel_err=max_rel,
-            first_mismatches=tuple(Mismatch(tuple(int(i) for i in np.unravel_index(k, self.shape)),
-                                            o, e) for k, o, e in first),
+            first_mismatches=tuple(Mismatch(self.output_index(k), o, e) for k, o, e in first),
             rtol=comparison.rtol, atol=comparison.atol, exact=comparison.mode != "close")
 
 
-def boxes(shape: tuple[int, ...], size: int) -> list[Box]:
-    """Boxes of about `size` elements (at least one row of the innermost axes that
-    fit) covering an array of `shape` in flat order."""
-    n = math.prod(shape)
-    if n == 0:
-        return []
-    if not shape:
-        return [(0, 1, (Ellipsis,))]
-    axis, inner = len(shape) - 1, 1
-    while axis > 0 and inner * shape[axis] <= size:
-        inner *= shape[axis]
-        axis -= 1
-    step = max(1, size // inner)
-    rest = (slice(None),) * (len(shape) - axis - 1)
-    out = []
-    for prefix in np.ndindex(*shape[:axis]):
-        base = int(np.ravel_multi_index(prefix, shape[:axis])) * shape[axis] if axis else 0
-        head = tuple(slice(p, p + 1) for p in prefix)
-        for j in range(0, shape[axis], step):
-            m = min(step, shape[axis] - j)
-            out.append(((base + j) * inner, (base + j + m) * inner,
-                        head + (slice(j, j + m),) + rest))
-    return out
-
-
-def _box_shape(index: tuple, shape: tuple[int, ...]) -> tuple[int, ...]:
-    if index == (Ellipsis,):
-        return shape
-    return tuple(n if s.start is None else s.stop - s.start for s, n in zip(index, shape))
-
-
-def _box_origin(index: tuple, shape: tuple[int, ...]) -> tuple[int, ...]:
-    if index == (Ellipsis,):
-        return (0,) * len(shape)
-    return tuple(s.start or 0 for s in index)
+    def output_index(self, flat: int) -> tuple[int, ...]:
+        """The output's index of the compared element `flat` (a region's, mapped back)."""
+        index = [int(i) for i in np.unravel_index(flat, self.shape)]
+        if self.check.region is None:
+            return tuple(index)
+        out, at = [], iter(index)
+        parts = list(self.check.region) + [slice(None)] * (len(self.output_shape)
+                                                           - len(self.check.region))
+        for part, n in zip(parts, self.output_shape):
+            out.append(range(n)[part][next(at)] if isinstance(part, slice) else part % n)
+        return tuple(out)
 
 
 # ---------------------------------------------------------------- the reference
@@ -269,7 +292,7 @@ class _ExpectReference:
                  field: str):
         self.expect, self.shape, self.field = expect, shape, field
         self.scalars = dict(scalars)
-        used = {name: _as_input(inputs[name], input_types.get(name))
+        used = {name: as_input(inputs[name], input_types.get(name))
                 for name in sorted(expect.names) if name in inputs}
         try:
             reference_shape = np.broadcast_shapes(*(s.shape for s in used.values()))
@@ -277,32 +300,26 @@ class _ExpectReference:
             shapes = " and ".join(str(list(s.shape)) for s in used.values())
             raise SpecError(f"cannot evaluate {expect.source!r}: its inputs' shapes {shapes} "
                             f"do not broadcast together", field=field) from None
-        try:
-            target = np.broadcast_shapes(reference_shape, shape)
-        except ValueError:
-            target = None
-        if target != shape:
-            raise SpecError(f"{expect.source!r} has shape {list(reference_shape)}, which does "
-                            f"not broadcast to the output's {list(shape)}", field=field)
+        must_broadcast(repr(expect.source), reference_shape, shape, "output", field)
         n = math.prod(shape)
         self._by_range = {name: s for name, s in used.items() if s.count == n}
-        self._broadcast = {name: np.broadcast_to(_upcast(s.whole(), s.dtype), shape)
+        self._broadcast = {name: np.broadcast_to(upcast(s.whole(), s.dtype), shape)
                            for name, s in used.items() if s.count != n}
         self.needs_boxes = bool(self._broadcast)
         first = (0, 1, (Ellipsis,) if not shape else (slice(0, 1),) * len(shape))
-        sample = self._evaluate(self._env(first if self.needs_boxes else (0, 1, None))
+        sample = self.evaluate(self._env(first if self.needs_boxes else (0, 1, None))
                                 if n else self._whole_env())
         self.dtype = sample.dtype
 
     def box(self, box: Box) -> np.ndarray:
-        return self._evaluate(self._env(box))
+        return self.evaluate(self._env(box))
 
     def _env(self, box: Box) -> dict[str, Any]:
         start, stop, index = box
         env: dict[str, Any] = dict(self.scalars)
         for name, source in self._by_range.items():
-            block = _upcast(source.values(start, stop), source.dtype)
-            env[name] = block if index is None else block.reshape(_box_shape(index, self.shape))
+            block = upcast(source.values(start, stop), source.dtype)
+            env[name] = block if index is None else block.reshape(box_shape(index, self.shape))
         for name, view in self._broadcast.items():
             env[name] = np.ascontiguousarray(view[index])   # contiguous: the whole's loops
         return env
@@ -310,23 +327,12 @@ class _ExpectReference:
     def _whole_env(self) -> dict[str, Any]:
         env: dict[str, Any] = dict(self.scalars)
         for name, source in self._by_range.items():
-            env[name] = _upcast(source.whole(), source.dtype)
+            env[name] = upcast(source.whole(), source.dtype)
         env.update(self._broadcast)
         return env
 
-    def _evaluate(self, env: dict[str, Any]) -> np.ndarray:
-        return _evaluate(self.expect, env, self.field)
-
-
-def _evaluate(expect, env: Mapping[str, Any], field: str) -> np.ndarray:
-    try:
-        reference = np.asarray(expect.evaluate(env))
-    except SpecError as exc:
-        raise exc.located(field=field) from None
-    if reference.dtype.kind not in "biuf":
-        raise SpecError(f"{expect.source!r} gives {reference.dtype} values, not numbers",
-                        field=field)
-    return reference
+    def evaluate(self, env: dict[str, Any]) -> np.ndarray:
+        return evaluate(self.expect, env, self.field)
 
 
 class _FileReference:
@@ -344,7 +350,7 @@ class _FileReference:
     def box(self, box: Box) -> np.ndarray:
         index = box[2]
         return self._converted(np.ascontiguousarray(self.values[index]),
-                               _box_origin(index, self.shape))
+                               box_origin(index, self.shape))
 
     def _converted(self, values: np.ndarray, origin: tuple[int, ...]) -> np.ndarray:
         return _file_values(values, self.dtype_of_output, self.name, self.field, origin)
@@ -365,37 +371,6 @@ def _file_values(values: np.ndarray, dtype: ElementType, name: str, field: str,
     return values
 
 
-class _ArrayInput:
-    """A plain array as an input (what hostdata.InputValues gives from its values)."""
-
-    def __init__(self, array: np.ndarray, dtype: ElementType | None):
-        self.array, self.dtype = np.asarray(array), dtype
-        self.shape, self.count = self.array.shape, self.array.size
-        self._flat = np.ascontiguousarray(self.array).reshape(-1)
-
-    def values(self, start: int, stop: int) -> np.ndarray:
-        return self._flat[start:stop]
-
-    def whole(self) -> np.ndarray:
-        return self.array
-
-
-def _as_input(source: Any, dtype: ElementType | None):
-    return _ArrayInput(source, dtype) if isinstance(source, np.ndarray) else source
-
-
-def _upcast(array: np.ndarray, dtype: ElementType | None) -> np.ndarray:
-    """An input as the reference reads it: float64, int64, or uint64 for u64."""
-    if dtype is not None and dtype.kind == "float":
-        return to_float64(array, dtype)
-    kind = array.dtype.kind
-    if kind == "u" and array.dtype.itemsize == 8:
-        return array
-    if kind in "biu":
-        return array.astype(np.int64)
-    return array.astype(np.float64)          # float and ml_dtypes arrays
-
-
 # ---------------------------------------------------------------- comparing
 
 @dataclass(frozen=True)
@@ -408,14 +383,18 @@ class _Comparison:
     nan_ok: bool
 
     @classmethod
-    def make(cls, check: Check, dtype: ElementType, reference: np.dtype) -> "_Comparison":
-        """`reference`: the dtype the reference evaluates to."""
+    def make(cls, check: Check, dtype: ElementType, reference: np.dtype,
+             scale: float | None = None) -> "_Comparison":
+        """`reference`: the dtype the reference evaluates to; `scale`: max |reference|
+        of one that sums many terms (its default atol: the module docstring)."""
         if check.exact:
             rtol = atol = 0.0
         else:
             default_rtol, default_atol = default_tolerances(dtype)
             rtol = default_rtol if check.rtol is None else check.rtol
             atol = default_atol if check.atol is None else check.atol
+            if check.atol is None and scale is not None and dtype.kind == "float":
+                atol = max(atol, rtol * scale)
         wrap = dtype.kind == "bool" or (dtype.kind != "float" and reference.kind in "biu")
         integer_ref = wrap or reference.kind in "biu"
         if check.exact or (dtype.kind != "float" and rtol == 0.0 and atol == 0.0):

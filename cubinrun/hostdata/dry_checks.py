@@ -33,7 +33,7 @@ _INT64 = (-2**63, 2**63 - 1)
 def check_data(spec: Spec) -> None:
     """The host data and check references the spec describes, checked without
     making them (NumPy's check skipped when every part is proven to pass)."""
-    if all(init_passes(b) for b in spec.buffers.values()) and all(
+    if not spec.globals and all(init_passes(b) for b in spec.buffers.values()) and all(
             reference_passes(c, spec) for c in spec.checks):
         return
     check_with_numpy(spec)
@@ -43,11 +43,12 @@ def check_with_numpy(spec: Spec) -> None:
     """Each buffer's init and each check reference tried on one-element arrays."""
     from .check import check_reference
     from .values import check_init
-    for buffer in spec.buffers.values():
+    for buffer in (*spec.buffers.values(), *spec.globals.values()):
         check_init(buffer)
     env = spec.expression_env()
+    outputs = {**spec.buffers, **spec.globals}
     for check in spec.checks:
-        check_reference(check, spec.buffers[check.output], spec.buffers, env)
+        check_reference(check, outputs[check.output], outputs, env)
 
 
 def _range(dtype) -> tuple[float, float] | None:
@@ -123,7 +124,8 @@ def reference_passes(check: Check, spec: Spec) -> bool:
     """Whether check.check_reference is sure to pass: an expression of + - *
     over float buffers, scalars and numbers, whose value has a NumPy number
     type and whose shape broadcasts to the output's."""
-    if check.expect is None or not _plain_arithmetic(check.expect.tree.body):
+    if check.expect is None or check.region is not None or check.expect.whole \
+            or not _plain_arithmetic(check.expect.tree.body):
         return False
     buffers = spec.buffers
     used = [buffers[name] for name in check.expect.names if name in buffers]

@@ -285,7 +285,7 @@ def input_values(buffer: BufferArg, index: int = 0) -> InputValues:
     """The buffer's input as `InputValues` (see the module docstring); SpecError
     for an init the dtype cannot hold, before anything is made."""
     init, dtype = buffer.init, buffer.dtype
-    field = f"args.{buffer.name}.init"
+    field = f"{buffer.section}.{buffer.name}.init"
     if init.kind == "zeros":
         return _filled(buffer, np.zeros((), dtype=dtype.numpy_dtype()))
     if init.kind == "ones":
@@ -480,7 +480,7 @@ def check_init(buffer: BufferArg) -> None:
     the buffer."""
     import dataclasses
     init = buffer.init
-    field = f"args.{buffer.name}.init"
+    field = f"{buffer.section}.{buffer.name}.init"
     if init.kind == "file":
         check_npy(init.path, buffer.shape, f"{field}.file", buffer.dtype)
     elif init.kind == "arange":

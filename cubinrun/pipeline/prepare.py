@@ -67,6 +67,10 @@ def prepare(plan: Plan, device=None, arch: str | None = None, load=None,
         binary = (load or load_binary)(plan.spec, target)
         validate(plan, binary.info, binary.kernel, target,
                  device.name if device is not None else f"the target {arch}")
+        if plan.spec.globals:           # the symbols and their sizes, from the cubin itself
+            from ..binary.cubin import module_globals
+            from ..gpu.module_globals import check_globals
+            check_globals(plan.spec, module_globals(binary.cubin), str(plan.spec.kernel.path))
         launcher = load_launcher(plan.leaf_types, plan.num_scratch) if build_launcher else None
     return Prepared(plan, binary, launcher)
 

@@ -160,11 +160,13 @@ def make_ready(plan: Plan, session: Session, early: Early | None = None,
     launcher = prepared.launcher
     kernel = load_kernel(prepared.cubin, prepared.kernel_name, device, plan,
                          module=session.load_module(prepared.cubin))
+    from ..gpu import module_globals
+    bound = module_globals.bind(spec, kernel.module, prepared.cubin)
     began = time.perf_counter()
     inputs = early.inputs if early else make_inputs(plan)
     made = (early.seconds if early else time.perf_counter() - began)
     memory = buffers.allocate(plan, inputs, device.name, guard=guard, repeat=repeat,
-                              staging=session.staging)
+                              staging=session.staging, module_globals=bound)
     try:
         values = launcher_values(plan.slots, memory)
         check_addresses(plan, values)

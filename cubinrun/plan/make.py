@@ -81,8 +81,11 @@ class Plan:
                          "bytes": b.nbytes, "offset": b.offset, "init": b.init.describe(),
                          "save": str(b.save) if b.save else None}
                         for b in spec.buffers.values()],
+            "globals": [{"name": g.name, "dtype": g.dtype.name, "shape": list(g.shape),
+                         "bytes": g.nbytes, "init": g.init.describe()}
+                        for g in spec.globals.values()],
             "device_bytes": self.device_bytes,
-            "checks": [c.output for c in spec.checks],
+            "checks": [c.name for c in spec.checks],
             "device_values": {"values": spec.device_values, "source": spec.device_source}
             if spec.device_values else None,
             "notes": list(spec.notes),

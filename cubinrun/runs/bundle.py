@@ -4,8 +4,9 @@ system (the Ray backend), and the run executed there as if it were here.
 Here: `needed_files(task)` lists what the run reads: the spec, its binary (a
 cubin, PTX, a `.cu` source and the local headers it includes, a Triton
 entry's `.json`, `.cubin` and `.source`), and the `.npy` files of `init:
-{file}` and `check: {file}`. The spec is loaded at the task's point to know
-them (a `{NAME}` in the kernel's path picks the binary per point); one that
+{file}` and `check: {file}` (globals' too), and the Python file of `check:
+{reference}`. The spec is loaded at the task's point to know them (a
+`{NAME}` in the kernel's path picks the binary per point); one that
 names device values (`sm_count`, ...) is loaded with a known GPU's values
 for this, since no GPU is at hand here and only the files matter. A spec
 that does not load sends only its own file: the worker then fails the run
@@ -50,8 +51,10 @@ def needed_files(task: RunTask) -> list[Path]:
                                    [*map(str, kernel.include), *include_dirs_in(kernel.options)])
         except OSError:
             pass                            # the worker says it cannot read the source
-    files += [b.init.path for b in spec.buffers.values() if b.init.path is not None]
+    files += [b.init.path for b in (*spec.buffers.values(), *spec.globals.values())
+              if b.init.path is not None]
     files += [c.file for c in spec.checks if c.file is not None]
+    files += [c.reference.path for c in spec.checks if c.reference is not None]
     seen: dict[Path, None] = {}
     for path in files:
         if path.is_file():

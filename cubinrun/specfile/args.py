@@ -109,6 +109,25 @@ class ArgsBuilder:
                               f"{field}.dtype", node, "dtype")
         if dtype is None:
             raise b.error("needs a dtype", f"{field}.dtype", parent, key)
+        shape = self.shape(node, dtype, field)
+        init = self.init(node.get("init", "zeros"), f"{field}.init", node, "init")
+        save = None
+        if "save" in node:
+            save = b.resolve_path(node["save"], f"{field}.save", node, "save", must_exist=False)
+            if (save := mirrored_output(save, node["save"])) is None:
+                raise b.error(f"{excerpt(node['save'])} climbs out of the folder the run was "
+                              "carried to (--ray): name a path below the spec's folder, or an "
+                              "absolute one", f"{field}.save", node, "save")
+            if problem := output_problem(save):       # a FIFO would block the run's end
+                raise b.error(f"{save} {problem}", f"{field}.save", node, "save")
+        offset = 0
+        if "offset" in node:            # elements: the kernel gets the address past them
+            offset = b.integer(node["offset"], f"{field}.offset", node, "offset", minimum=0)
+        return BufferArg(name, dtype, shape, init, save, offset)
+
+    def shape(self, node: Any, dtype, field: str) -> tuple[int, ...]:
+        """`node["shape"]`: one to MAX_DIMS sizes, the array within MAX_BUFFER_BYTES."""
+        b = self.b
         shape_node = node["shape"]
         items = shape_node if isinstance(shape_node, list) else [shape_node]
         holder = shape_node if isinstance(shape_node, list) else node
@@ -126,20 +145,7 @@ class ArgsBuilder:
         if nbytes > MAX_BUFFER_BYTES:       # refused before any array is made
             raise b.error(f"shape {list(shape)} of {dtype.name} is {nbytes} bytes, more than "
                           f"{MAX_BUFFER_BYTES} (1 TiB)", f"{field}.shape", node, "shape")
-        init = self.init(node.get("init", "zeros"), f"{field}.init", node, "init")
-        save = None
-        if "save" in node:
-            save = b.resolve_path(node["save"], f"{field}.save", node, "save", must_exist=False)
-            if (save := mirrored_output(save, node["save"])) is None:
-                raise b.error(f"{excerpt(node['save'])} climbs out of the folder the run was "
-                              "carried to (--ray): name a path below the spec's folder, or an "
-                              "absolute one", f"{field}.save", node, "save")
-            if problem := output_problem(save):       # a FIFO would block the run's end
-                raise b.error(f"{save} {problem}", f"{field}.save", node, "save")
-        offset = 0
-        if "offset" in node:            # elements: the kernel gets the address past them
-            offset = b.integer(node["offset"], f"{field}.offset", node, "offset", minimum=0)
-        return BufferArg(name, dtype, shape, init, save, offset)
+        return shape
 
     def init(self, value: Any, field: str, parent: Any, key: Any) -> Init:
         b = self.b

@@ -10,6 +10,17 @@ A tuple argument's elements are named like `t[0]` (`t[1][0]` when nested),
 so a subscript with a constant index is part of a name. No attributes, other
 subscripts, keywords or other calls. Nothing reaches `eval`.
 
+`check.expect` also has operations on whole arrays (references beyond
+elementwise): `A @ B`, the reductions `sum mean max min prod (x, axis=K)` (one
+positional argument: `max(a, b)` stays elementwise), `cumsum(x, axis=K)`,
+`transpose(x)` and `x.T` (the one attribute), `reshape(x, [d0, ...])`,
+`roll(x, shift, axis=K)`, `astype(x, fp64)` and slicing `x[1:-1, ::2]` with
+bounds that are numbers or vars. `axis` is the only keyword. An expression
+holding any of them is `whole`: it is evaluated on whole arrays (check.py),
+and `Expr.plan` works out its shape and the memory it needs from the inputs'
+shapes alone, with the same rules (NumPy's), so a dry run finds a shape
+error without data.
+
 Integers are unbounded in Python, so every integer result is capped at
 MAX_INT_BITS and a power is refused before it is computed if its result
 would exceed the cap: a huge power is an error, not a hang. The text is
@@ -26,6 +37,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from ..dtypes import ELEMENT_TYPES
 from ..errors import SpecError, excerpt, shorten
 from ..limits import MAX_EXPR_CHARS, MAX_EXPR_DEPTH, MAX_INT_BITS
 
@@ -77,15 +89,24 @@ def _array_functions() -> dict[str, tuple[Callable, int, int]]:
     }
 
 
-ARRAY_FUNCTION_NAMES = frozenset(
+ELEMENTWISE_NAMES = frozenset(
     ["cdiv", "min", "max", "abs", "next_pow2", "log2", "sqrt", "exp", "log", "sin",
      "cos", "tanh", "where", "maximum", "minimum"])
+REDUCTIONS = ("sum", "mean", "max", "min", "prod")
+# whole-array functions: name -> (positional arguments, takes axis=)
+WHOLE_FUNCTIONS: dict[str, tuple[int, bool]] = {
+    **{name: (1, True) for name in REDUCTIONS},
+    "cumsum": (1, True), "transpose": (1, False), "reshape": (2, False),
+    "roll": (2, True), "astype": (2, False),
+}
+ARRAY_FUNCTION_NAMES = ELEMENTWISE_NAMES | frozenset(WHOLE_FUNCTIONS)
 
 _BINARY = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
     ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv,
     ast.Mod: operator.mod, ast.Pow: operator.pow,
 }
+_ARRAY_BINARY = {**_BINARY, ast.MatMult: operator.matmul}
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg, ast.Not: operator.not_}
 _COMPARE = {
     ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
@@ -100,22 +121,40 @@ class Expr:
     tree: ast.expression = field(repr=False, compare=False)
     names: frozenset[str]
     arrays: bool = False        # parsed in the check.expect dialect
+    whole: bool = False         # uses an operation on whole arrays (see the module docstring)
+
+    def plan(self, shapes: Mapping[str, tuple[int, ...]],
+             scalars: Mapping[str, Any]) -> tuple[tuple[int, ...], int]:
+        """(shape, bytes) of the result when each name in `shapes` is an array of
+        that shape (upcast to 8-byte elements) and the rest are `scalars`: NumPy's
+        shape rules, no data. The bytes count every array the evaluation makes,
+        inputs included (an upper bound on what is alive at once). SpecError
+        naming the shapes when they do not fit."""
+        env = {**scalars, **{name: Shaped(tuple(shape)) for name, shape in shapes.items()}}
+        evaluator = _Evaluator(env, _array_functions())
+        result = self._run(evaluator)
+        shape = result.shape if isinstance(result, Shaped) else ()
+        return shape, evaluator.bytes
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
         evaluator = _Evaluator(env, _array_functions() if self.arrays else SCALAR_FUNCTIONS)
+        if not self.arrays:
+            return self._run(evaluator)
+        import numpy as np
+        with np.errstate(all="ignore"):         # NaN/inf in a reference are data, not noise
+            return self._run(evaluator)
+
+    def _run(self, evaluator: "_Evaluator") -> Any:
+        """The evaluator's value of the whole expression; its errors as SpecErrors."""
         try:
-            if not self.arrays:
-                return evaluator.visit(self.tree.body)
-            import numpy as np
-            with np.errstate(all="ignore"):     # NaN/inf in a reference are data, not noise
-                return evaluator.visit(self.tree.body)
+            return evaluator.visit(self.tree.body)
         except ZeroDivisionError:
             raise SpecError(f"division by zero in {excerpt(self.source)}") from None
         except OverflowError:
             raise SpecError(f"numeric overflow in {excerpt(self.source)}") from None
         except (TypeError, ValueError) as exc:
             raise SpecError(f"cannot evaluate {excerpt(self.source)}: "
-                            f"{shorten(str(exc), 120)}") from None
+                            f"{shorten(str(exc), 160)}") from None
 
 
 def result_shape(expr: Expr, shapes: Mapping[str, tuple[int, ...]]) -> tuple[int, ...]:
@@ -208,8 +247,8 @@ def _parse(value: Any, arrays: bool) -> Expr:
         raise SpecError(f"invalid expression {excerpt(source)}: {why}") from None
     _check_depth(tree.body, source)
     allowed = ARRAY_FUNCTION_NAMES if arrays else frozenset(SCALAR_FUNCTIONS)
-    names = _check_tree(tree.body, source, allowed)
-    return Expr(source, tree, frozenset(names), arrays)
+    names, whole = _check_tree(tree.body, source, allowed, arrays)
+    return Expr(source, tree, frozenset(names), arrays, whole)
 
 
 def _check_depth(root: ast.AST, source: str) -> None:
@@ -223,11 +262,18 @@ def _check_depth(root: ast.AST, source: str) -> None:
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
-def _check_tree(node: ast.AST, source: str, functions: frozenset[str]) -> set[str]:
-    """Reject every node the grammar does not allow; return the free names."""
+def _check_tree(node: ast.AST, source: str, functions: frozenset[str],
+                arrays: bool = False) -> tuple[set[str], bool]:
+    """Reject every node the grammar does not allow; return the free names and
+    whether a whole-array operation is used."""
     names: set[str] = set()
+    whole = False
+
+    def refuse(what: str) -> SpecError:
+        return SpecError(f"{what} is not allowed in {excerpt(source)}")
 
     def visit(n: ast.AST) -> None:
+        nonlocal whole
         if isinstance(n, ast.Constant):
             if isinstance(n.value, bool) or not isinstance(n.value, (int, float, str)):
                 raise SpecError(f"only numbers and strings are allowed as literals in "
@@ -239,7 +285,25 @@ def _check_tree(node: ast.AST, source: str, functions: frozenset[str]) -> set[st
             names.add(n.id)
         elif isinstance(n, ast.Subscript) and (element := _element_name(n)):
             names.add(element)
-        elif isinstance(n, ast.BinOp) and type(n.op) in _BINARY:
+        elif arrays and isinstance(n, ast.Subscript):
+            whole = True
+            visit(n.value)
+            for part in (n.slice.elts if isinstance(n.slice, ast.Tuple) else [n.slice]):
+                if isinstance(part, ast.Slice):
+                    for bound in (part.lower, part.upper, part.step):
+                        if bound is not None:
+                            visit(bound)
+                elif isinstance(part, (ast.Starred, ast.Tuple)):
+                    raise refuse(f"the index {ast.unparse(part)!r}")
+                else:
+                    visit(part)
+        elif arrays and isinstance(n, ast.Attribute):
+            if n.attr != "T":
+                raise refuse(f"the attribute .{n.attr} (only .T)")
+            whole = True
+            visit(n.value)
+        elif isinstance(n, ast.BinOp) and type(n.op) in (_ARRAY_BINARY if arrays else _BINARY):
+            whole = whole or isinstance(n.op, ast.MatMult)
             visit(n.left)
             visit(n.right)
         elif isinstance(n, ast.UnaryOp) and type(n.op) in _UNARY:
@@ -259,19 +323,76 @@ def _check_tree(node: ast.AST, source: str, functions: frozenset[str]) -> set[st
                 hint = f"did you mean {close[0]}? " if close else ""
                 raise SpecError(f"call to {excerpt(what)} is not allowed in {excerpt(source)}; "
                                 f"{hint}allowed: {', '.join(sorted(functions))}")
-            if n.keywords:
-                raise SpecError(f"keyword arguments are not allowed in {excerpt(source)}")
             for a in n.args:
                 if isinstance(a, ast.Starred):
                     raise SpecError(f"*args is not allowed in {excerpt(source)}")
+            if arrays and _is_whole_call(n):
+                whole = True
+                visit_whole_call(n)
+                return
+            if n.keywords:
+                raise SpecError(f"keyword arguments are not allowed in {excerpt(source)}")
+            for a in n.args:
                 visit(a)
         else:
             raise SpecError(f"{type(n).__name__} is not allowed in {excerpt(source)} "
                             "(only numbers, strings, names, tuple elements like t[0], "
                             "arithmetic, comparisons, and/or/not and the listed functions)")
 
+    def visit_whole_call(n: ast.Call) -> None:
+        name = n.func.id
+        positional, takes_axis = WHOLE_FUNCTIONS[name]
+        for k in n.keywords:
+            if k.arg != "axis" or not takes_axis:
+                allowed = "only axis=" if takes_axis else "none"
+                raise SpecError(f"keyword {excerpt(k.arg or '**')} is not allowed in {name}() "
+                                f"(keywords: {allowed}) in {excerpt(source)}")
+            visit(k.value)
+        if len(n.args) != positional:
+            raise SpecError(f"{name}() takes {positional} positional argument"
+                            f"{'s' if positional > 1 else ''}, got {len(n.args)}, in "
+                            f"{excerpt(source)}")
+        visit(n.args[0])
+        if name == "reshape":
+            dims = n.args[1]
+            if not isinstance(dims, (ast.List, ast.Tuple)) or not dims.elts:
+                raise SpecError(f"reshape() takes a list of dimensions, as in "
+                                f"reshape(x, [M, N]), in {excerpt(source)}")
+            for d in dims.elts:
+                visit(d)
+        elif name == "astype":
+            target = n.args[1]
+            if not isinstance(target, ast.Name) or target.id not in ELEMENT_TYPES:
+                raise SpecError(f"astype() takes an element type ({', '.join(ELEMENT_TYPES)}) "
+                                f"in {excerpt(source)}")
+        elif positional > 1:
+            visit(n.args[1])
+
     visit(node)
-    return names
+    return names, whole
+
+
+def _is_whole_call(n: ast.Call) -> bool:
+    """A call to a whole-array function: min and max with one positional argument
+    (or axis=) are reductions, with two they stay elementwise."""
+    name = n.func.id
+    if name in ("min", "max"):
+        return len(n.args) == 1 or bool(n.keywords)
+    return name in WHOLE_FUNCTIONS
+
+
+def region_parts(subscript: ast.Subscript, env: Mapping[str, Any]) -> list:
+    """The slices and indices of a parsed `x[1:-1, ::2]`, their bounds evaluated
+    in `env` (numbers only). SpecError when a bound is not an integer."""
+    try:
+        return _Evaluator(env, {})._index_parts(subscript.slice)
+    except (TypeError, ValueError, ArithmeticError) as exc:
+        raise SpecError(f"cannot evaluate {excerpt(ast.unparse(subscript))}: {exc}") from None
+
+
+def region_shape(parts: list, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape of an array of `shape` indexed by `parts` (ValueError if out of range)."""
+    return _index(Shaped(tuple(shape)), list(parts)).shape
 
 
 def _element_name(n: ast.AST) -> str | None:
@@ -285,34 +406,58 @@ def _element_name(n: ast.AST) -> str | None:
     return None
 
 
+class Shaped:
+    """An array known only by its shape (Expr.plan)."""
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = shape
+
+
+def _shape(value: Any) -> tuple[int, ...]:
+    return tuple(getattr(value, "shape", ()))
+
+
+def _is_array(value: Any) -> bool:
+    return isinstance(value, Shaped) or (hasattr(value, "shape") and hasattr(value, "dtype")
+                                         and value.shape != ())
+
+
 class _Evaluator:
     def __init__(self, env: Mapping[str, Any], functions):
         self.env = env
         self.functions = functions
+        self.bytes = 0              # Expr.plan: bytes of the arrays made so far
 
     def visit(self, n: ast.AST) -> Any:
+        value = self._visit(n)
+        if isinstance(value, Shaped):
+            self.bytes += 8 * math.prod(value.shape)
+        return value
+
+    def _visit(self, n: ast.AST) -> Any:
         if isinstance(n, ast.Constant):
             return n.value
-        if isinstance(n, (ast.Name, ast.Subscript)):
-            name = _element_name(n)
-            if name in self.functions and name not in self.env:
-                raise SpecError(f"{name!r} is a function, call it")
-            try:
-                return self.env[name]
-            except KeyError:
-                known = shorten(", ".join(sorted(self.env)) or "none", 200)
-                raise SpecError(f"unknown name {excerpt(name)} (known: {known})") from None
+        if isinstance(n, ast.Name) or (isinstance(n, ast.Subscript) and _element_name(n)):
+            return self._name(n)
+        if isinstance(n, ast.Subscript):
+            return _index(self.visit(n.value), self._index_parts(n.slice))
+        if isinstance(n, ast.Attribute):                     # .T, the one allowed
+            return _transpose(self.visit(n.value))
         if isinstance(n, ast.BinOp):
             left, right = self.visit(n.left), self.visit(n.right)
             _no_strings(n, left, right)
+            if isinstance(n.op, ast.MatMult):
+                return _matmul(left, right)
             if isinstance(n.op, ast.Pow):
                 _check_power(left, right)
+            if isinstance(left, Shaped) or isinstance(right, Shaped):
+                return Shaped(broadcast_shapes(_shape(left), _shape(right)))
             return _capped(_BINARY[type(n.op)](left, right))
         if isinstance(n, ast.UnaryOp):
             operand = self.visit(n.operand)
             if not isinstance(n.op, ast.Not):
                 _no_strings(n, operand)
-            return _UNARY[type(n.op)](operand)
+            return operand if isinstance(operand, Shaped) else _UNARY[type(n.op)](operand)
         if isinstance(n, ast.BoolOp):
             # Python's short circuit, but always a truth value (never an operand)
             want = isinstance(n.op, ast.Or)
@@ -322,23 +467,208 @@ class _Evaluator:
             return not want
         if isinstance(n, ast.Compare):
             left = self.visit(n.left)
+            values = [left] + [self.visit(c) for c in n.comparators]
+            if any(isinstance(v, Shaped) for v in values):
+                return Shaped(broadcast_shapes(*map(_shape, values)))
             result = True
-            for op, comp in zip(n.ops, n.comparators):
-                right = self.visit(comp)
+            for op, right in zip(n.ops, values[1:]):
                 _check_string_comparison(op, left, right)
                 here = _COMPARE[type(op)](left, right)
                 result = here if result is True else result & here
                 left = right
             return result
         if isinstance(n, ast.Call):
+            if n.func.id in WHOLE_FUNCTIONS and _is_whole_call(n):
+                return self._whole_call(n)
             fn, lo, hi = self.functions[n.func.id]
             if not lo <= len(n.args) <= hi:
                 raise SpecError(f"{n.func.id}() takes {lo if lo == hi else f'{lo} to {hi}'} "
                                 f"arguments, got {len(n.args)}")
             args = [self.visit(a) for a in n.args]
             _no_strings(n, *args)
+            if any(isinstance(a, Shaped) for a in args):
+                return Shaped(broadcast_shapes(*map(_shape, args)))
             return _capped(fn(*args))
         raise AssertionError(f"unchecked node {type(n).__name__}")
+
+    def _name(self, n: ast.AST) -> Any:
+        name = _element_name(n)
+        if name in self.env:
+            return self.env[name]
+        if name in self.functions:
+            raise SpecError(f"{name!r} is a function, call it")
+        if isinstance(n, ast.Subscript) and name.split("[")[0] in self.env:
+            base = self.visit(n.value)              # x[2] of an array: an index, not a name
+            if _is_array(base):
+                return _index(base, [n.slice.value])
+        known = shorten(", ".join(sorted(self.env)) or "none", 200)
+        raise SpecError(f"unknown name {excerpt(name)} (known: {known})")
+
+    def _integer(self, n: ast.AST, what: str) -> int:
+        value = self.visit(n)
+        if hasattr(value, "item") and getattr(value, "shape", None) == ():
+            value = value.item()
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not _is_int(value):
+            raise ValueError(f"{what} must be an integer, got {shorten(repr(value), 40)}")
+        return value
+
+    def _index_parts(self, index: ast.AST) -> list:
+        parts = []
+        for part in (index.elts if isinstance(index, ast.Tuple) else [index]):
+            if isinstance(part, ast.Slice):
+                lo, hi, step = (None if b is None else self._integer(b, "a slice bound")
+                                for b in (part.lower, part.upper, part.step))
+                if step == 0:
+                    raise ValueError("a slice step cannot be zero")
+                parts.append(slice(lo, hi, step))
+            else:
+                parts.append(self._integer(part, "an index"))
+        return parts
+
+    def _whole_call(self, n: ast.Call) -> Any:
+        name = n.func.id
+        x = self.visit(n.args[0])
+        axis = None
+        for k in n.keywords:                        # only axis= passed the parser
+            axis = self._integer(k.value, "axis")
+        if name in REDUCTIONS:
+            return _reduce(name, x, axis)
+        if name == "cumsum":
+            return _cumsum(x, axis)
+        if name == "transpose":
+            return _transpose(x)
+        if name == "reshape":
+            return _reshape(x, [self._integer(d, "a reshape dimension") for d in n.args[1].elts])
+        if name == "roll":
+            return _roll(x, self._integer(n.args[1], "roll's shift"), axis)
+        if name == "astype":
+            return _astype(x, ELEMENT_TYPES[n.args[1].id])
+        raise AssertionError(name)
+
+
+# ---- whole-array operations: NumPy's shape rule first (an error names the
+# shapes), then NumPy itself, or only the shape for a Shaped operand
+
+def _matmul(a, b):
+    sa, sb = _shape(a), _shape(b)
+    if not sa or not sb:
+        raise ValueError(f"@ needs arrays on both sides, got shapes {list(sa)} and {list(sb)}")
+    left = (1,) + sa if len(sa) == 1 else sa
+    right = sb + (1,) if len(sb) == 1 else sb
+    if left[-1] != right[-2]:
+        raise ValueError(f"shapes {list(sa)} @ {list(sb)}: inner sizes {left[-1]} and "
+                         f"{right[-2]} differ")
+    try:
+        batch = broadcast_shapes(left[:-2], right[:-2])
+    except ValueError:
+        raise ValueError(f"shapes {list(sa)} @ {list(sb)}: batch dimensions do not "
+                         "broadcast") from None
+    shape = batch + (left[-2],) * (len(sa) > 1) + (right[-1],) * (len(sb) > 1)
+    if isinstance(a, Shaped) or isinstance(b, Shaped):
+        return Shaped(shape)
+    import numpy as np
+    return np.matmul(a, b)
+
+
+def _axis(axis: int, shape: tuple[int, ...], what: str) -> int:
+    if not -len(shape) <= axis < len(shape):
+        raise ValueError(f"axis={axis} is out of range for {what} of shape {list(shape)}")
+    return axis % len(shape)
+
+
+def _reduce(name: str, x, axis: int | None):
+    shape = _shape(x)
+    if axis is None:
+        out: tuple[int, ...] = ()
+    else:
+        k = _axis(axis, shape, f"{name}()")
+        out = shape[:k] + shape[k + 1:]
+    if name in ("max", "min") and 0 in shape:
+        raise ValueError(f"{name}() of an empty array (shape {list(shape)})")
+    if isinstance(x, Shaped):
+        return Shaped(out)
+    import numpy as np
+    return getattr(np, {"max": "amax", "min": "amin"}.get(name, name))(x, axis=axis)
+
+
+def _cumsum(x, axis: int | None):
+    shape = _shape(x)
+    if axis is not None:
+        _axis(axis, shape, "cumsum()")
+    if isinstance(x, Shaped):
+        return Shaped((math.prod(shape),) if axis is None else shape)
+    import numpy as np
+    return np.cumsum(x, axis=axis)
+
+
+def _transpose(x):
+    if isinstance(x, Shaped):
+        return Shaped(tuple(reversed(x.shape)))
+    import numpy as np
+    return np.transpose(x)
+
+
+def _reshape(x, dims: list[int]):
+    shape, n = _shape(x), math.prod(_shape(x))
+    if dims.count(-1) > 1 or any(d < -1 for d in dims):
+        raise ValueError(f"reshape to {dims}: dimensions are sizes >= 0, and one -1 at most")
+    known = math.prod(d for d in dims if d != -1)
+    if -1 in dims:
+        if known == 0 or n % known:
+            raise ValueError(f"cannot reshape shape {list(shape)} ({n} elements) into {dims}")
+        dims = [n // known if d == -1 else d for d in dims]
+    elif known != n:
+        raise ValueError(f"cannot reshape shape {list(shape)} ({n} elements) into {dims} "
+                         f"({known} elements)")
+    if isinstance(x, Shaped):
+        return Shaped(tuple(dims))
+    import numpy as np
+    return np.reshape(x, dims)
+
+
+def _roll(x, shift: int, axis: int | None):
+    if axis is not None:
+        _axis(axis, _shape(x), "roll()")
+    if isinstance(x, Shaped):
+        return x
+    import numpy as np
+    return np.roll(x, shift, axis=axis)
+
+
+def _astype(x, dtype):
+    """Round (or wrap) to `dtype`'s values; the result is float64 (int64, or
+    uint64 for u64) so that later arithmetic stays exact, and a bf16 or fp8 array
+    is never NumPy's opaque type."""
+    if dtype.name == "fp8e4b15":
+        raise ValueError("astype() to fp8e4b15 is not supported (NumPy has no such type)")
+    if isinstance(x, Shaped):
+        return x
+    import warnings
+
+    import numpy as np
+    with warnings.catch_warnings():         # out of range is the user's data: no warning
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rounded = np.asarray(x).astype(dtype.numpy_dtype())
+    wide = np.float64 if dtype.kind == "float" else np.uint64 if dtype.name == "u64" else np.int64
+    return rounded.astype(wide)
+
+
+def _index(x, parts: list):
+    shape = _shape(x)
+    if len(parts) > len(shape):
+        raise ValueError(f"{len(parts)} indices for shape {list(shape)}")
+    out: list[int] = []
+    for part, n in zip(parts, shape):
+        if isinstance(part, slice):
+            out.append(len(range(n)[part]))
+        elif not -n <= part < n:
+            raise ValueError(f"index {part} is out of range for size {n} in shape {list(shape)}")
+    out.extend(shape[len(parts):])
+    if isinstance(x, Shaped):
+        return Shaped(tuple(out))
+    return x[tuple(parts)]
 
 
 def _no_strings(node: ast.AST, *values) -> None:

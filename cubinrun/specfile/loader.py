@@ -102,13 +102,16 @@ class _SpecBuilder(SpecContext):
             check_signature_names(self, self.triton, signature)
         constants = self.constants(signature)
         self.names = _Names(self, signature)
-        args, buffers = ArgsBuilder(self, signature).build()
+        args_builder = ArgsBuilder(self, signature)
+        args, buffers = args_builder.build()
+        from .globals_section import read_globals
+        module_globals, global_lines = read_globals(self, args_builder, buffers)
         launch = self.launch()
         grid = self.dims(t.get("grid"), "grid", required=True, minimum=0)
         block = self.block(launch)
         self.check_grid(grid, launch)
         self.check_memory(buffers, grid, launch)
-        checks = self.checks(buffers)
+        checks = self.checks(buffers, module_globals)
         bench = self.bench()
         return Spec(path=self.path, kernel=kernel, signature=signature, args=tuple(args),
                     buffers=buffers, vars=self.names.vars(), scalars=self.names.scalars(),
@@ -118,7 +121,7 @@ class _SpecBuilder(SpecContext):
                     divisibility=self.divisibility(signature),
                     arg_lines=_lines(t.get("args")),
                     grid=grid, block=block, launch=launch, checks=checks, bench=bench,
-                    constants=constants,
+                    constants=constants, globals=module_globals, global_lines=global_lines,
                     tensordesc_meta=_tuple_or_none(self.triton and self.triton.tensordesc_meta),
                     desc_flags=1 if self.triton is None else self.triton.desc_flags)
 
@@ -388,32 +391,59 @@ class _SpecBuilder(SpecContext):
             raise self.error(f"the buffers and scratch take {total} bytes, more than "
                              f"{MAX_DEVICE_BYTES} (1 TiB)", "args", self.tree, "args")
 
-    def checks(self, buffers: dict[str, BufferArg]) -> tuple[Check, ...]:
+    def checks(self, buffers: dict[str, BufferArg],
+               module_globals: dict[str, BufferArg]) -> tuple[Check, ...]:
+        from .check_keys import python_reference, region, split_key
         t = self.tree
         node = t.get("check")
         if node is None:
             return ()
         node = self.mapping(node, "check", t, "check", list(node) if isinstance(node, dict) else ())
+        outputs = {**buffers, **module_globals}
         out = []
-        for name, entry in node.items():
-            field = f"check.{name}"
-            if name not in buffers:
-                raise self.error(f"not a buffer argument (buffers: {shorten(', '.join(buffers) or 'none', 200)})",
-                                 field, node, name)
-            entry = self.mapping(entry, field, node, name, sections.keys("check_entry"))
-            if ("expect" in entry) == ("file" in entry):
-                raise self.error("needs exactly one of expect or file", field, node, name)
-            expect = file = None
+        for check_key, entry in node.items():
+            field = f"check.{check_key}"
+            try:                        # `p[3]` may be a tuple element's buffer, not a region
+                name, subscript = ((check_key, None) if check_key in outputs
+                                   else split_key(check_key))
+            except SpecError as exc:
+                raise self.error(exc.message, field, node, check_key) from None
+            if name not in outputs:
+                raise self.error(f"not a buffer argument or global (buffers and globals: "
+                                 f"{shorten(', '.join(outputs) or 'none', 200)})",
+                                 field, node, check_key)
+            where = None
+            if subscript is not None:
+                from .expr import region_shape
+                try:
+                    where = region(subscript, _LazyEnv(self.names))
+                    region_shape(where, outputs[name].shape)
+                except (SpecError, ValueError) as exc:
+                    why = exc.message if isinstance(exc, SpecError) else str(exc)
+                    raise self.error(f"{excerpt(check_key)}: {why}", field, node, check_key) from None
+            entry = self.mapping(entry, field, node, check_key, sections.keys("check_entry"))
+            given = [k for k in sections.EXACTLY_ONE["check_entry"] if k in entry]
+            if len(given) != 1:
+                raise self.error("needs exactly one of expect, file or reference", field, node,
+                                 check_key)
+            expect = file = reference = None
             if "expect" in entry:
                 expect = self.expr(entry["expect"], f"{field}.expect", entry, "expect", arrays=True)
-                known = set(buffers) | set(self.names.known())
-                unknown = sorted(expect.names - known)
+                known = set(outputs) | set(self.names.known())
+                unknown = sorted(n for n in expect.names - known
+                                 if n.split("[")[0] not in outputs)   # x[2]: an index of x
                 if unknown:
                     raise self.error(f"unknown name {excerpt(unknown[0])} in {excerpt(expect.source)} "
-                                     f"(buffers, vars, scalar args and device values may "
-                                     f"be used)", f"{field}.expect", entry, "expect")
-                for name in sorted(expect.names & set(DEVICE_NAMES) - set(buffers)):
-                    self.evaluate(name, f"{field}.expect", entry, "expect")   # recorded now
+                                     f"(buffers, globals, vars, scalar args and device values "
+                                     f"may be used)", f"{field}.expect", entry, "expect")
+                for used in sorted(expect.names & set(DEVICE_NAMES) - set(outputs)):
+                    self.evaluate(used, f"{field}.expect", entry, "expect")   # recorded now
+            elif "reference" in entry:
+                try:
+                    reference = python_reference(entry["reference"], self.base)
+                except SpecError as exc:
+                    raise self.error(exc.message, f"{field}.reference", entry,
+                                     "reference") from None
             else:
                 file = self.resolve_path(entry["file"], f"{field}.file", entry, "file")
             tol = {}
@@ -428,7 +458,9 @@ class _SpecBuilder(SpecContext):
             if exact and tol:
                 raise self.error("exact: true takes no rtol/atol", f"{field}.exact", entry, "exact")
             nan_ok = self.boolean(entry.get("nan_ok", False), f"{field}.nan_ok", entry, "nan_ok")
-            out.append(Check(name, expect, file, tol.get("rtol"), tol.get("atol"), exact, nan_ok))
+            line = node.line_of(check_key) if isinstance(node, LocatedDict) else None
+            out.append(Check(name, expect, file, tol.get("rtol"), tol.get("atol"), exact, nan_ok,
+                             reference, where, check_key if subscript is not None else None, line))
         return tuple(out)
 
     def bench(self) -> Bench:

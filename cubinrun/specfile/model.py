@@ -67,6 +67,7 @@ class BufferArg:
     init: Init
     save: Path | None = None
     offset: int = 0                 # elements before the array: the kernel's pointer is past them
+    section: str = "args"           # where the spec gives it: "args", or "globals" for a module global
 
     @property
     def offset_bytes(self) -> int:
@@ -154,14 +155,33 @@ class Launch:
 
 
 @dataclass(frozen=True)
+class PythonReference:
+    """`reference: FILE.py:FUNCTION`: found in the file by parsing, not run yet."""
+    path: Path
+    function: str
+    line: int                       # of the `def`
+
+    def describe(self) -> str:
+        return f"{self.path.name}:{self.function}"
+
+
+@dataclass(frozen=True)
 class Check:
-    output: str
+    output: str                     # the buffer or global checked
     expect: Expr | None = None
     file: Path | None = None
     rtol: float | None = None
     atol: float | None = None
     exact: bool = False
     nan_ok: bool = False
+    reference: PythonReference | None = None
+    region: tuple | None = None     # `"x[1:-1, :]"`: the index (slices and ints) checked
+    key: str | None = None          # the check's key as written, when a region
+    line: int | None = None         # the YAML line of the check's key
+
+    @property
+    def name(self) -> str:
+        return self.key or self.output
 
 
 L2_MODES = ("cold", "hot")
@@ -208,6 +228,8 @@ class Spec:
     notes: tuple[str, ...] = ()             # for the plan: folded Triton arguments, ...
     divisibility: tuple | None = None       # a Triton entry's tt.divisibility per leaf
     arg_lines: dict[str, int] = field(default_factory=dict)    # YAML line of each arg
+    globals: dict[str, BufferArg] = field(default_factory=dict)  # module globals, by symbol
+    global_lines: dict[str, int] = field(default_factory=dict)  # YAML line of each global
 
     @property
     def launched_grid(self) -> tuple[int, int, int]:

@@ -51,6 +51,7 @@ def _value(kind: str) -> dict:
                  "additionalProperties": _EXPR},
         "args": {"type": "object", "additionalProperties": {"$ref": "#/$defs/arg"}},
         "check": {"type": "object", "additionalProperties": {"$ref": "#/$defs/check_entry"}},
+        "globals": {"type": "object", "additionalProperties": {"$ref": "#/$defs/global"}},
         "sweep": {"type": "object", "propertyNames": {"pattern": _IDENTIFIER},
                   "additionalProperties": {"anyOf": [
                       {"type": ["number", "string"]},

@@ -53,7 +53,11 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("block", "dims", "Threads per block: 1 to 3 expressions (default `32 * num_warps`)."),
         Key("launch", "section:launch", "Launch metadata: warps, clusters, shared memory, "
             "scratch."),
-        Key("check", "check", "Outputs to check: buffer name to a reference."),
+        Key("globals", "globals", "Module globals (`__constant__` / `__device__` variables) "
+            "to write before each launch: symbol name to `{dtype, shape, init}` or "
+            "`{dtype, value}`."),
+        Key("check", "check", "Outputs to check: buffer or global name (or a slice of one, "
+            "`\"x[1:-1, :]\"`) to a reference."),
         Key("bench", "section:bench", "Timing budget, L2 state and the work done, for "
             "throughput."),
         Key("sweep", "sweep", "Var name to values: `pow2(16, 28, 2)`, `range(2, 8, 2)`, a list "
@@ -106,6 +110,13 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("offset", "expr", "Elements before the array: the kernel gets the address past "
             "them (misaligned pointers)."),
     ),
+    "global": (
+        Key("dtype", "string", "The element type (required: the binary records only sizes).",
+            required=True, choices=DTYPES),
+        Key("shape", "shape", f"An array's dims: one expression or a list of 1 to {MAX_DIMS}."),
+        Key("init", "init", "An array's values, as a buffer's `init` (default `zeros`)."),
+        Key("value", "expr", "A scalar global's value."),
+    ),
     "init": (
         Key("random", "string", "The distribution.", choices=DISTRIBUTIONS),
         Key("low", "expr", "Uniform: the lower bound (inclusive)."),
@@ -124,9 +135,11 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("padding", "string", "What out-of-bounds loads read.", choices=PADDINGS),
     ),
     "check_entry": (
-        Key("expect", "expr", "The reference: an expression over buffers (their inputs), "
-            "vars and scalar args."),
+        Key("expect", "expr", "The reference: an expression over buffers and globals (their "
+            "inputs), vars and scalar args; also `A @ B`, `sum(x, axis=K)`, slices, ..."),
         Key("file", "path", "The reference as a `.npy` file."),
+        Key("reference", "string", "`FILE.py:FUNCTION`, beside the spec: called as "
+            "`FUNCTION(inputs, vars)`, it returns the expected array (or a dict by output)."),
         Key("rtol", "expr", "Relative tolerance (default by dtype)."),
         Key("atol", "expr", "Absolute tolerance (default by dtype)."),
         Key("exact", "bool", "Compare bit patterns (`-0.0` differs from `0.0`)."),
@@ -146,7 +159,8 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
 EXACTLY_ONE = {
     "kernel": KERNEL_KINDS,
     "init": ("random", "fill", "file"),
-    "check_entry": ("expect", "file"),
+    "check_entry": ("expect", "file", "reference"),
+    "global": ("shape", "value"),
 }
 
 

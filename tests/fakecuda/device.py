@@ -28,6 +28,7 @@ import numpy as np
 from cubinrun.gpu import driver
 
 CUDA_ERROR_ILLEGAL_ADDRESS = 700
+CUDA_ERROR_NOT_FOUND = 500
 
 
 class FakeUuid:
@@ -91,6 +92,11 @@ class FakeDevice:
         self.events = itertools.count(1)
         self.function_attributes: dict[str, int] = {}
         self.free_memory = self.TOTAL_MEMORY
+        # the loaded module's globals (name: bytes), as cuModuleGetGlobal finds them;
+        # None: the sizes the cubin's symbol table gives (any name answers, 1 KiB)
+        self.module_globals: dict[str, int] | None = None
+        self.global_addresses: dict[str, int] = {}
+        self._global_storage: list = []
 
     def __call__(self, name: str, *args, context: str = ""):
         self.calls.append(name)
@@ -128,6 +134,22 @@ class FakeDevice:
         if kernel in self.sticky_kernels:
             self.poison_at_sync = True      # its launch "faults"; the next sync says so
         return self.CLOCK_FUNCTION if kernel == "cubinrun_clock" else 0xF00D
+
+    def cuModuleGetGlobal(self, module, name):
+        symbol = name.decode()
+        sizes = self.module_globals
+        if sizes is not None and symbol not in sizes:
+            raise driver.cuda_error("cuModuleGetGlobal", CUDA_ERROR_NOT_FOUND)
+        size = 1024 if sizes is None else sizes[symbol]
+        if symbol not in self.global_addresses:     # module memory: not a cuMemAlloc's
+            storage = (ctypes.c_char * size)()
+            self._global_storage.append(storage)
+            self.global_addresses[symbol] = ctypes.addressof(storage)
+        return self.global_addresses[symbol], size
+
+    def global_bytes(self, symbol: str, count: int) -> bytes:
+        """What the module's global holds now (its first `count` bytes)."""
+        return ctypes.string_at(self.global_addresses[symbol], count)
 
     def cuFuncGetAttribute(self, attribute, function):
         key = attribute.name.removeprefix("CU_FUNC_ATTRIBUTE_")

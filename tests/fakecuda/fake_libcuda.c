@@ -245,6 +245,27 @@ CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const char *
   *function = (CUfunction)(uintptr_t)0xF00D;
   return CUDA_SUCCESS;
 }
+/* Module globals: any name is a global of 64 KiB (the constant bank's size),
+   up to MAX_GLOBALS names; each lookup is appended to $FAKECUDA_GLOBALS
+   ("name address" lines). */
+#define MAX_GLOBALS 8
+static struct { char name[64]; unsigned char bytes[65536]; } fake_globals[MAX_GLOBALS];
+CUresult cuModuleGetGlobal_v2(CUdeviceptr *pointer, size_t *size, CUmodule module,
+                              const char *name) {
+  for (int i = 0; i < MAX_GLOBALS; i++) {
+    if (fake_globals[i].name[0] == 0)
+      snprintf(fake_globals[i].name, sizeof fake_globals[i].name, "%s", name);
+    if (strcmp(fake_globals[i].name, name) == 0) {
+      *pointer = (CUdeviceptr)(uintptr_t)fake_globals[i].bytes;
+      *size = sizeof fake_globals[i].bytes;
+      char line[96];
+      int n = snprintf(line, sizeof line, "%s %llu\n", name, (unsigned long long)*pointer);
+      append_record("FAKECUDA_GLOBALS", line, (size_t)n);
+      return CUDA_SUCCESS;
+    }
+  }
+  return CUDA_ERROR_NOT_FOUND;
+}
 CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attribute, CUfunction function) {
   *value = 0;
   return CUDA_SUCCESS;
