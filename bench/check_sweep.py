@@ -9,6 +9,11 @@ matmul, each compiled by NVRTC) run three ways in one process each:
   every point, as it would be without the cache.
 
     python3 bench/check_sweep.py OUTDIR [--rounds 2] [--fake] [--set M=1024 ...]
+        [--spec configs/realkernels/kt_matmul.yaml] [--spec-budget]
+
+`--spec` sweeps another spec the same way (its `check:` section is left out
+for the unchecked way); `--spec-budget` times with the spec's own warmup and
+rep instead of the short 5 / 20 ms.
 
 On the GPU machine, as is. With --fake the CPU's fake driver stands in
 (tests/fakecuda: no kernel runs, so checks fail, exit 1, but the host's work,
@@ -38,7 +43,7 @@ FAKE_CLI = ("import sys; import fakecuda.worker as w; w.install(); "
 def run(environment, spec: Path, extra: list[str], fake: bool) -> tuple[float, dict]:
     command = ([sys.executable, "-c", FAKE_CLI] if fake else [sys.executable, "-m", "cubinrun"])
     started = time.perf_counter()
-    proc = subprocess.run([*command, "launch", "--json", str(spec), *FAST, *extra],
+    proc = subprocess.run([*command, "launch", "--json", str(spec), *extra],
                           capture_output=True, text=True, env=environment, timeout=3600)
     wall = time.perf_counter() - started
     if proc.returncode not in (0, 1) or not proc.stdout:
@@ -52,7 +57,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--fake", action="store_true", help="the CPU's fake driver")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--spec", type=Path, default=SPEC)
+    parser.add_argument("--spec-budget", action="store_true", help="the spec's own warmup/rep")
     args = parser.parse_args()
+    spec_path = args.spec.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="cubinrun-check-sweep-"))
     environment = dict(os.environ)
@@ -65,12 +73,12 @@ def main() -> None:
                            CUBINRUN_CACHE_DIR=str(work / "cache"))
         paths.insert(0, str(REPO / "tests"))
     environment["PYTHONPATH"] = os.pathsep.join(paths)
-    unchecked = SPEC.with_name(".unchecked_" + SPEC.name)
-    text = SPEC.read_text()
-    unchecked.write_text(text[:text.index("check:")] + text[text.index("bench:"):])
-    extra = [x for pair in args.set for x in ("--set", pair)]
-    ways = {"unchecked": (unchecked, {}), "checked": (SPEC, {}),
-            "checked, cache off": (SPEC, {"CUBINRUN_REFERENCE_CACHE": "0"})}
+    unchecked = spec_path.with_name(".unchecked_" + spec_path.name)
+    text = spec_path.read_text()
+    unchecked.write_text(text[:text.index("\ncheck:") + 1] + text[text.index("\nbench:") + 1:])
+    extra = [x for pair in args.set for x in ("--set", pair)] + ([] if args.spec_budget else FAST)
+    ways = {"unchecked": (unchecked, {}), "checked": (spec_path, {}),
+            "checked, cache off": (spec_path, {"CUBINRUN_REFERENCE_CACHE": "0"})}
     try:
         run(environment, unchecked, extra, args.fake)          # warm the NVRTC cache
         walls: dict[str, list[float]] = {way: [] for way in ways}
@@ -89,7 +97,7 @@ def main() -> None:
                   "points": len(passed[way]),
                   "passed": sum(p is True for p in passed[way])} for way, w in walls.items()}
     (args.out / "check_sweep.json").write_text(json.dumps(
-        {"spec": str(SPEC.relative_to(REPO)), "set": args.set, "fake": args.fake,
+        {"spec": str(spec_path.relative_to(REPO)), "set": args.set, "fake": args.fake,
          "ways": rows}, indent=2))
     print(f"{'way':<20} {'wall s':>8} {'x unchecked':>12} {'points':>7} {'passed':>7}")
     for way, row in rows.items():

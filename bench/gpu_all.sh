@@ -37,6 +37,13 @@ for s in "$@"; do
         tests)    stage tests python3 -m pytest -q -m gpu -p no:cacheprovider tests ;;
         launch)   stage launch python3 bench/launch_overhead.py --rounds 15 \
                       --json "$out/launch_overhead.json" ;;
+        launch-old)   # the same bench from an older tree unpacked in .old/ (git archive REV)
+                  stage launch-old env PYTHONPATH="$PWD/.old:${PYTHONPATH#$PWD:}" \
+                      python3 .old/bench/launch_overhead.py --rounds 15 \
+                      --json "$out/launch_overhead_old.json" ;;
+        tune)     stage tune env OUT="$out" bash bench/tune_vs_kernel_tuner.sh ;;
+        checks)   stage checks python3 bench/check_sweep.py "$out" --rounds ${ROUNDS:-2} \
+                      --spec configs/realkernels/kt_matmul.yaml --spec-budget ;;
         data)     stage data python3 bench/data_scale.py ;;
         data-repeat) stage data-repeat python3 bench/data_scale.py --sizes 24,28 --repeat 3 ;;
         suite)    stage suite python3 bench/suite.py "$out" --rounds ${ROUNDS:-3} ;;
