@@ -29,7 +29,9 @@ def test_a_constant_memory_filter_written_by_globals_reaches_the_kernel():
     report = launch(CONFIGS / "conv1d_constant.yaml", "--no-bench")
     outputs = report["check"]["outputs"]
     assert report["check"]["passed"] is True, outputs
-    assert outputs["y"]["count"] == 65536 and outputs["y"]["max_rel_err"] < 1e-5
+    # sums of 33 fp32 products: near-zero outputs have large relative errors (0.0018 seen
+    # on the H200), so the bound is on the absolute error
+    assert outputs["y"]["count"] == 65536 and outputs["y"]["max_abs_err"] < 1e-4
     assert outputs["d_calls"]["count"] == 1               # read back: one launch counted
 
 

@@ -46,7 +46,9 @@ sweep:
 
 
 def tune(spec, *args) -> tuple[int, dict, str]:
-    env = {**os.environ, "PYTHONPATH": str(PACKAGE_PARENT)}
+    # this tree's cubinrun first, and whatever else the machine's path holds (carried wheels)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, "-m", "cubinrun", "tune", str(spec), "--json",
                            "--warmup", "5", "--rep", "20", *args], capture_output=True,
                           text=True, env=env, timeout=600)
