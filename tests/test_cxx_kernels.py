@@ -80,7 +80,7 @@ def test_a_template_instance_is_compiled_by_name_with_var_and_cccl(source_spec):
     assert spec.kernel.name == "reduce6<float, 256, true>"
     binary = load_binary(spec, None)
     assert binary.kernel.name == "_Z7reduce6IfLj256ELb1EEvPKT_PS0_j"
-    assert "/nvrtc/" in binary.origin
+    assert Path(binary.origin).parent.name == "nvrtc"
 
 
 def test_an_overload_is_compiled_by_its_signature(source_spec):

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import skip_on_windows
 
 from cubinrun.cli import main
 from cubinrun.errors import UsageError
@@ -115,6 +116,7 @@ def test_two_files_plot_as_two_series(capsys, tmp_path):
 def test_the_number_of_results_is_bounded_and_refused_fast(tmp_path):
     """10^6 minimal lines (16 MB, under the size cap): refused at the bound, in
     bounded memory (measured in a child process: its peak resident size)."""
+    skip_on_windows("reads the peak memory through resource and /proc (POSIX)")
     if not Path("/proc/self/status").exists():
         pytest.skip("reads the peak memory from /proc (Linux)")
     path = tmp_path / "many.jsonl"

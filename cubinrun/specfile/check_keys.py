@@ -48,7 +48,8 @@ def python_reference(value: Any, spec_folder: Path) -> PythonReference:
     if not function.isidentifier():
         raise SpecError(f"{excerpt(function)} is not a Python function name")
     relative = Path(file)
-    if not file.endswith(".py") or relative.is_absolute() or ".." in relative.parts \
+    # an anchor (a root or a drive: "/etc", "C:", "\\x" on Windows) is never relative
+    if not file.endswith(".py") or relative.anchor or ".." in relative.parts \
             or "\0" in file:
         raise SpecError(f"{excerpt(file)} must be a .py file in the spec's folder or below it "
                         "(a relative path without ..)")
