@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cubinrun.binary.names import kernel_of
 from cubinrun.signature.aggregates import (ArrayType, StructType, fields, offsets, parse_aggregate,
                                  size_align)
 from cubinrun.errors import SpecError
@@ -291,7 +292,7 @@ def test_the_cubin_refutes_a_wrong_struct(tmp_path, edits, fragment):
         signature, args = signature.replace(old, new), args.replace(old, new)
     spec = load_spec(_spec(tmp_path, signature, args))
     with pytest.raises(SpecError) as err:
-        check_params(make_plan(spec), load_cubin(STRUCTS_CUBIN).kernel("struct_saxpy"))
+        check_params(make_plan(spec), kernel_of(load_cubin(STRUCTS_CUBIN), "struct_saxpy"))
     assert fragment in err.value.message
 
 
@@ -302,7 +303,7 @@ def test_a_struct_more_aligned_than_its_offset_is_refused():
     from cubinrun.binary.validate import check_params
     from cubinrun.plan.make import make_plan
     from cubinrun.specfile import load_spec
-    kernel = load_cubin(STRUCTS_CUBIN).kernel("struct_saxpy")
+    kernel = kernel_of(load_cubin(STRUCTS_CUBIN), "struct_saxpy")
     # a packed struct: the cubin puts the 16-byte float4 at offset 24, not 32
     params = [replace(p, offset=24) if p.ordinal == 1 else p for p in kernel.params]
     spec = load_spec(REPO / "configs" / "structs.yaml")

@@ -18,6 +18,7 @@ import pytest
 
 from cubinrun.binary.cubin import (demangle, extract_cubins, is_fatbin, load_cubin,
                             load_cubins, read_cubin, read_fatbin)
+from cubinrun.binary.names import kernel_of
 from cubinrun.errors import SpecError
 
 CUBINS = Path(__file__).parent / "fixtures" / "cubins"
@@ -31,7 +32,7 @@ def infos():
 
 
 def kernel(infos, fixture: str, name: str):
-    return infos[fixture].kernel(name)
+    return kernel_of(infos[fixture], name)
 
 
 def layout(k) -> list[tuple[int, int, int]]:
@@ -232,12 +233,12 @@ def test_without_cpp_demangle_libstdcxx_demangles(monkeypatch):
 
 def test_kernel_lookup(infos):
     info = infos["resources.sm_90.cubin"]
-    assert info.kernel("void scale<float>(float*, float, int)").name == "_Z5scaleIfEvPT_S0_i"
-    assert info.kernel("bounded").max_threads == (256, 1, 1)
+    assert kernel_of(info, "void scale<float>(float*, float, int)").name == "_Z5scaleIfEvPT_S0_i"
+    assert kernel_of(info, "bounded").max_threads == (256, 1, 1)
     with pytest.raises(SpecError, match="has no kernel 'nope'; it has .*static_smem"):
-        info.kernel("nope")
+        kernel_of(info, "nope")
     with pytest.raises(SpecError, match="holds 8 kernels"):
-        info.kernel(None)
+        kernel_of(info, None)
 
 
 # --- JSON -----------------------------------------------------------------
@@ -310,7 +311,7 @@ def test_cubins_inside_a_fatbin():
     infos = load_cubins(CUBINS / "params.fatbin")
     assert [i.arch for i in infos] == ["sm_80", "sm_90a"]
     assert infos[1].path.endswith("params.fatbin [1]")
-    tensor_map = infos[1].kernel("tensor_map")
+    tensor_map = kernel_of(infos[1], "tensor_map")
     assert layout(tensor_map) == [(0, 0, 8), (1, 112, 128), (2, 240, 4)]
     assert extract_cubins((CUBINS / "params.fatbin").read_bytes())[0][:4] == b"\x7fELF"
 
@@ -374,20 +375,20 @@ def _nvrtc_cubin(source: str, arch: str, *options: str) -> bytes:
 def test_nvrtc_cubin(arch, variant, desc_offset):
     info = read_cubin(_nvrtc_cubin(NVRTC_SOURCE, arch))
     assert info.arch == arch and info.variant == variant and info.abi_version == 8
-    k = info.kernel("rt_kernel")
+    k = kernel_of(info, "rt_kernel")
     # the bank address 0x210 + offset (sm_90) or 0x380 + offset (sm_100+) is
     # 64-byte aligned
     assert layout(k) == [(0, 0, 8), (1, desc_offset, 128), (2, desc_offset + 128, 2)]
     assert k.param_bytes == desc_offset + 130
     assert k.shared_static == 256 and k.max_threads == (128, 1, 1)
     assert k.registers > 0 and k.local == 0
-    tmpl = info.kernel("void rt_tmpl<3>(int*)")
+    tmpl = kernel_of(info, "void rt_tmpl<3>(int*)")
     assert tmpl.name == "_Z7rt_tmplILi3EEvPi" and layout(tmpl) == [(0, 0, 8)]
 
 
 def test_only_kernel_needs_no_name():
     info = read_cubin(_nvrtc_cubin(ONE_KERNEL, "sm_90"))
-    assert info.kernel(None).name == "only"
+    assert kernel_of(info, None).name == "only"
 
 
 def test_relocatable_cubin_lists_only_entry_points():
@@ -404,7 +405,7 @@ def test_relocatable_cubin_lists_only_entry_points():
     info = read_cubin(_nvrtc_cubin(source, "sm_90", "--relocatable-device-code=true"))
     assert sorted((k.name, k.demangled) for k in info.kernels) == [
         ("_Z2tkIiEvPT_", "void tk<int>(int*)"), ("caller", None)]
-    assert layout(info.kernel("caller")) == [(0, 0, 8), (1, 8, 8)]
+    assert layout(kernel_of(info, "caller")) == [(0, 0, 8), (1, 8, 8)]
 
 
 # --- Triton (its bundled ptxas: old ABI, sm_90a) --------------------------
@@ -414,7 +415,7 @@ def test_relocatable_cubin_lists_only_entry_points():
 def test_triton_cubin():
     info = load_cubin(TRITON / "3.6.0" / "tma_copy_kernel" / "tma_copy_kernel.cubin")
     assert (info.arch, info.abi_version) == ("sm_90a", 7)
-    k = info.kernel(None)
+    k = kernel_of(info, None)
     assert k.required_block == (128, 1, 1)            # num_warps 4
     # CUDA 12's CUtensorMap is alignas(64): 0x210 + 48 = 0x240
     assert (k.params[0].offset, k.params[0].size) == (48, 128)

@@ -144,12 +144,6 @@ class CubinInfo:
     toolkit: str | None             # ptxas version from the toolkit note, "13.0.88"
     kernels: list[KernelInfo]
 
-    def kernel(self, name: str | None, where: str | None = None) -> KernelInfo:
-        """The kernel `name` names (mangled, demangled, or C++ as written: names.py);
-        None picks the only one."""
-        from .names import find_kernel
-        return find_kernel(self.kernels, name, where or self._where())
-
     def to_json(self) -> dict[str, Any]:
         return {
             "path": self.path,
@@ -168,9 +162,6 @@ class CubinInfo:
             path=data["path"], arch=data["arch"], sm=data["sm"], variant=data["variant"],
             abi_version=data["abi_version"], elf_flags=data["elf_flags"],
             toolkit=data["toolkit"], kernels=[KernelInfo.from_json(k) for k in data["kernels"]])
-
-    def _where(self) -> str:
-        return self.path or "the cubin"
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from ..limits import MAX_BINARY_BYTES, MAX_PTX_BYTES, MAX_SOURCE_BYTES
 from ..specfile import Spec
 from .cubin import CubinInfo, KernelInfo
 from .cubin_cache import read_cubin_cached
+from .names import kernel_of
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ def load_binary(spec: Spec, arch: str | None) -> Binary:
         raise exc.located(field=field) from None
     try:
         # Messages name the spec's file (the source), never a cache path.
-        kernel = info.kernel(symbol or spec.kernel.name, where=str(path))
+        kernel = kernel_of(info, symbol or spec.kernel.name, where=str(path))
     except SpecError as exc:
         hint = "" if "template" in str(exc) else _template_hint(spec)
         raise SpecError(str(exc) + hint, field="kernel.name") from None

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Sequence
 from ..errors import SpecError, excerpt, shorten
 
 if TYPE_CHECKING:
-    from .cubin import KernelInfo
+    from .cubin import CubinInfo, KernelInfo
 
 _TOKEN = re.compile(r"\s*(?:([A-Za-z_]\w*)|(\d[\w.]*)|(::)|(\S))")
 _TYPE_WORDS = {"void", "bool", "char", "short", "int", "long", "float", "double", "unsigned",
@@ -103,6 +103,12 @@ def name_expression(name: str) -> str | None:
     if tokens[-1] == ">":
         return _strip_return_type(tokens)
     return None
+
+
+def kernel_of(info: "CubinInfo", name: str | None, where: str | None = None) -> "KernelInfo":
+    """The kernel of the cubin that `name` names (mangled, demangled, or C++ as
+    written); None picks the only one. `where` names the binary in errors."""
+    return find_kernel(info.kernels, name, where or info.path or "the cubin")
 
 
 def find_kernel(kernels: Sequence["KernelInfo"], name: str | None, where: str) -> "KernelInfo":

@@ -22,7 +22,8 @@ def inspect(path, kernel_name, as_json):
     infos = load_cubins(existing(path))
     variables = load_module_globals(path)
     if kernel_name:
-        infos = [replace(info, kernels=[info.kernel(kernel_name)]) for info in infos]
+        from ..binary.names import kernel_of
+        infos = [replace(info, kernels=[kernel_of(info, kernel_name)]) for info in infos]
     if as_json:
         from .report import print_json
         documents = [{**info.to_json(), "globals": [{"name": name, "size": size}
@@ -138,5 +139,6 @@ def _compiled_info(source, kernel_name: str | None, arch: str):
     info = read_cubin(cached.compiled.cubin, str(source))
     if kernel_name:
         symbol = cached.compiled.lowered_names.get(expression) if expression else None
-        info = replace(info, kernels=[info.kernel(symbol or kernel_name)])
+        from ..binary.names import kernel_of
+        info = replace(info, kernels=[kernel_of(info, symbol or kernel_name)])
     return info

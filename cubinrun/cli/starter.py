@@ -44,7 +44,8 @@ def pick_kernel(info: CubinInfo, name: str | None) -> KernelInfo:
         names = ", ".join(k.cxx_name for k in info.kernels) or "none"
         raise UsageError(f"{info.path} holds {len(info.kernels)} kernels ({names}); "
                          "say which one with --kernel NAME")
-    return info.kernel(name)
+    from ..binary.names import kernel_of
+    return kernel_of(info, name)
 
 
 def starter_spec(info: CubinInfo, kernel: KernelInfo, cubin: Path, spec_dir: Path,

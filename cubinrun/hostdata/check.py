@@ -17,7 +17,7 @@ made whole and upcast as above, the reference is evaluated once (NumPy; a
 float64 matmul goes to its multithreaded BLAS), and the output's boxes are
 compared with the reference's boxes. What that needs (every array the
 expression makes, counted from the shapes before anything is made) must fit
-CUBINRUN_CHECK_MEMORY (capacity.check_memory_limit), else the check is refused
+CUBINRUN_CHECK_MEMORY (host_memory.check_memory_limit), else the check is refused
 (exit 2) with the size. Such references are kept for the next run of a sweep
 (refcache.py) when nothing they read changed.
 

@@ -96,7 +96,7 @@ def enabled() -> bool:
 
 
 def _check_memory() -> int:
-    from ..gpu.capacity import check_memory_limit
+    from .host_memory import check_memory_limit
     return check_memory_limit()
 
 

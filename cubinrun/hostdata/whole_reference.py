@@ -75,7 +75,7 @@ def roots(names: Iterable[str]) -> set[str]:
 
 
 def within_memory(need: int, what: str, field: str) -> None:
-    from ..gpu.capacity import check_memory_limit
+    from .host_memory import check_memory_limit
     from ..text import human_bytes
     limit = check_memory_limit()
     if need > limit:
