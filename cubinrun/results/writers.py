@@ -15,7 +15,6 @@ that printed its own summary first keeps it, and cubinrun's table is added.
 """
 from __future__ import annotations
 
-import csv
 import io
 import json
 import os
@@ -85,6 +84,7 @@ class JsonLines:
 
 def csv_text(results: list[dict]) -> str:
     """One row per run; each swept var also gets a `point.NAME` column."""
+    import csv                      # here: every launch imports this module, few write CSV
     point_columns: list[str] = []
     for result in results:
         for name in result.get("point") or {}:
