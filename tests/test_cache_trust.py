@@ -254,3 +254,17 @@ def test_cubin_facts_of_another_user_are_never_read(tmp_path, monkeypatch, capsy
     assert trust.read(facts, 100) is None
     assert WARNING in capsys.readouterr().err
     assert os.environ["CUBINRUN_CACHE_DIR"] != str(tmp_path / "cache")   # the run left it
+
+
+@pytest.mark.parametrize("kind", ["launchers", "nvrtc", "nvjitlink", "nvcc", "cubins"])
+def test_the_scan_before_workers_start_covers_every_kind(tmp_path, monkeypatch, capsys, kind):
+    """One warning in the launch process, whichever kind's folder holds the
+    planted file (nvcc/ was once left out of the scan)."""
+    needs_root()
+    monkeypatch.setenv("CUBINRUN_CACHE_DIR", str(tmp_path / "cache"))
+    planted = trust.folder(kind, create=True) / ("cd" * 32 + ".cubin")
+    planted.write_bytes(b"x")
+    os.chown(planted, OTHER_UID, OTHER_UID)
+    trust.check_all()
+    assert capsys.readouterr().err.count(WARNING) == 1
+    assert os.environ["CUBINRUN_CACHE_DIR"] != str(tmp_path / "cache")

@@ -98,15 +98,16 @@ def read_checked(path: Path, limit: int) -> bytes | None:
         os.close(fd)
 
 
-def check_all(kinds=("launchers", "nvrtc", "nvjitlink", "cubins")) -> None:
+def check_all() -> None:
     """Every folder and file of the cache checked now (an lstat each), before
     this process starts workers: they inherit the verdict, so an untrusted
     cache is one warning and one private folder, not one per worker."""
     if not _CHECKED:
         return
+    from .entries import KIND_NAMES     # every kind, nvcc/ too (here: only multi-run launches)
     root = cache_root()
     try:
-        for kind in kinds:
+        for kind in KIND_NAMES:
             _check_tree(root, kind, create=False)
             try:
                 names = os.listdir(root / kind)
