@@ -35,8 +35,9 @@ def test_structs_and_vectors_are_passed_as_their_exact_c_bytes(device, fake_libc
                         lambda n: allocated.setdefault(n, []).append(alloc(n)) or
                         allocated[n][-1])
     fake_libcuda.set_param_sizes([24, 16, 16, 8, 8])
-    code, out, _ = run_cli(capsys, "launch", "--json", "--no-bench", CONFIGS / "structs.yaml",
-                           "--set", "N=4096")
+    code, out, err = run_cli(capsys, "launch", "--json", "--no-bench", CONFIGS / "structs.yaml",
+                             "--set", "N=4096")
+    assert code == 1 and 4 * 4096 + 2 * GUARD_BYTES in allocated, (code, out, err, allocated)
     # each buffer between two guard bands: the kernel gets the address past the first
     x, y = (a + GUARD_BYTES for a in allocated[4 * 4096 + 2 * GUARD_BYTES])   # p[2], p[3]
     vec_sum, taps_sum = (a + GUARD_BYTES for a in allocated[8 + 2 * GUARD_BYTES])
@@ -50,7 +51,6 @@ def test_structs_and_vectors_are_passed_as_their_exact_c_bytes(device, fake_libc
     # no kernel ran, so each check's error is its whole reference: the members'
     # names resolved in the expressions
     outputs = json.loads(out)["check"]["outputs"]
-    assert code == 1
     assert outputs["vec_sum"]["max_abs_err"] == 4321.0
     assert outputs["taps_sum"]["max_abs_err"] == -7 + 10 - 200 + 3000 + 0.25
     assert outputs["p[3]"]["mismatches"] > 0
