@@ -47,3 +47,66 @@ def test_pairs_no_longer_than_the_offset_are_dropped_and_counted():
 def test_raw_pairs_keep_every_sample_and_all_too_short_are_kept_at_zero():
     assert corrected([1.0, 2.0], offset=0.0) == ([1.0, 2.0], 0)
     assert corrected([1.0, 2.0], offset=3.0) == ([0.0, 0.0], 0)
+
+
+class _Clock:
+    """A stand-in for the driver's events: each launch advances the stream's
+    clock by `per_launch_ms`; an event records the clock."""
+
+    def __init__(self, per_launch_ms: float):
+        self.per_launch_ms, self.now, self.launches = per_launch_ms, 0.0, 0
+        self.events: dict[int, float] = {}
+
+    def launch(self, stream: int) -> None:
+        self.launches += 1
+        self.now += self.per_launch_ms
+
+    def create_event(self) -> int:
+        self.events[len(self.events) + 1] = 0.0
+        return len(self.events)
+
+    def record_event(self, event: int, stream: int) -> None:
+        self.events[event] = self.now
+
+    def elapsed_ms(self, start: int, end: int) -> float:
+        return self.events[end] - self.events[start]
+
+    def stream_synchronize(self, stream: int, context: str = "") -> None:
+        pass
+
+    def destroy_event(self, event: int) -> None:
+        pass
+
+
+@pytest.mark.parametrize("per_launch_ms, warmup_ms, launches", [
+    (4.0, 5.0, 2),          # a long kernel: 1 to estimate, 1 more for the 5 ms budget
+    (4.0, 0.0, 1),          # no budget: the estimate's launch is the warm-up
+    (20.0, 25.0, 2),
+    (0.005, 25.0, 5000),    # a short one: 6 to estimate, then the rest of the budget
+    (0.5, 1.0, 6),          # short: the estimate's 6 launches already exceed the budget
+])
+def test_the_warm_up_counts_the_estimates_launches(monkeypatch, per_launch_ms, warmup_ms,
+                                                   launches):
+    from cubinrun.gpu import timing
+    clock = _Clock(per_launch_ms)
+    monkeypatch.setattr(timing, "driver", clock)
+    estimate = timing.warm_up(clock.launch, 0, timing.TimingOptions(warmup_ms=warmup_ms))
+    assert estimate == pytest.approx(per_launch_ms) and clock.launches == launches
+
+
+def test_a_long_launchs_sample_cost_is_its_estimate_and_the_flush_measured_once(monkeypatch):
+    from cubinrun.gpu import timing
+    clock = _Clock(4.0)
+    monkeypatch.setattr(timing, "driver", clock)
+
+    class Kernels:
+        flushes = 0
+
+        def flush_ms(self, stream):
+            self.flushes += 1
+            return 0.05
+    kernels = Kernels()
+    flush = lambda stream: None                                 # noqa: E731
+    assert timing.sample_cost_ms(clock.launch, 0, kernels, flush, 4.0) == pytest.approx(4.05)
+    assert timing.sample_cost_ms(clock.launch, 0, kernels, None, 4.0) == pytest.approx(4.0)
+    assert clock.launches == 0 and kernels.flushes == 1

@@ -51,6 +51,10 @@ CALIBRATION_REPEATS = (1, 2, 4, 8, 16)   # launches per pair when measuring the 
 CALIBRATION_SAMPLES = 256
 CALIBRATION_BATCH_LAUNCHES = 256
 ESTIMATE_LAUNCHES = 5
+# A launch at least this long is estimated from one launch: its time is far
+# above the timer's noise, and a tune of a 10 ms kernel should not pay for 5
+# more (with the warm-up's and the sample cost's, 20 launches a point).
+LONG_LAUNCH_MS = 1.0
 MIN_SPIN_NS = 200_000
 FIRST_SPIN_NS = 2_000_000
 MAX_SPIN_NS = 10_000_000
@@ -112,6 +116,7 @@ class TimingKernels:
         self.sink = driver.alloc(4)
         self.clocks = driver.alloc(MAX_SAMPLES * 16)      # {ns, cycles} per sample
         self.event_offset_us: float | None = None
+        self._flush_ms: float | None = None
         stream = driver.create_stream()
         driver.memset_async(self.flush_buffer, 0, self.flush_bytes, stream)
         driver.memset_async(self.clocks, 0, MAX_SAMPLES * 16, stream)
@@ -149,6 +154,13 @@ class TimingKernels:
     def empty(self, stream: int) -> None:
         self.empty_launcher.launch(self.empty_config, 1, 1, 1, stream)
 
+    def flush_ms(self, stream: int) -> float:
+        """What one L2 flush costs (with the clock probe), measured on first use."""
+        if self._flush_ms is None:
+            self._flush_ms = estimate_ms(after(self.flush, lambda s: self.probe_clock(s, 0)),
+                                         stream)
+        return self._flush_ms
+
     def close(self) -> None:
         driver.free_quietly(self.flush_buffer)
         driver.free_quietly(self.sink)
@@ -169,19 +181,40 @@ def after(first: Callable[[int], None], then: Callable[[int], None]) -> Callable
     return both
 
 
+@dataclass(frozen=True)
+class Estimate:
+    ms: float                   # per launch
+    launches: int               # launches it took
+
+
+def estimate(launch: Callable[[int], None], stream: int) -> Estimate:
+    """The time of one launch; when that is shorter than LONG_LAUNCH_MS, the mean
+    of ESTIMATE_LAUNCHES more back to back: enough to size the budget."""
+    first = _timed_ms(launch, stream, 1)
+    if first >= LONG_LAUNCH_MS:
+        return Estimate(first, 1)
+    return Estimate(_timed_ms(launch, stream, ESTIMATE_LAUNCHES) / ESTIMATE_LAUNCHES,
+                    1 + ESTIMATE_LAUNCHES)
+
+
 def estimate_ms(launch: Callable[[int], None], stream: int) -> float:
-    """Mean time of a few back-to-back launches: enough to size the budget."""
+    return estimate(launch, stream).ms
+
+
+def _timed_ms(launch: Callable[[int], None], stream: int, launches: int) -> float:
+    """Event time around `launches` back-to-back launches."""
     start, end = driver.create_event(), driver.create_event()
-    driver.stream_synchronize(stream)
-    driver.record_event(start, stream)
-    for _ in range(ESTIMATE_LAUNCHES):
-        launch(stream)
-    driver.record_event(end, stream)
-    driver.stream_synchronize(stream, context="timing estimate")
-    elapsed = driver.elapsed_ms(start, end)
-    driver.destroy_event(start)
-    driver.destroy_event(end)
-    return elapsed / ESTIMATE_LAUNCHES
+    try:
+        driver.stream_synchronize(stream)
+        driver.record_event(start, stream)
+        for _ in range(launches):
+            launch(stream)
+        driver.record_event(end, stream)
+        driver.stream_synchronize(stream, context="timing estimate")
+        return driver.elapsed_ms(start, end)
+    finally:
+        driver.destroy_event(start)
+        driver.destroy_event(end)
 
 
 def sample(stream: int, kernels: TimingKernels, inside: Callable[[int], None],
@@ -281,21 +314,29 @@ def event_offset_us(stream: int, kernels: TimingKernels) -> float:
 
 
 def sample_cost_ms(inside: Callable[[int], None], stream: int, kernels: TimingKernels,
-                   flush: Callable[[int], None] | None = None) -> float:
+                   flush: Callable[[int], None] | None = None,
+                   known_ms: float | None = None) -> float:
     """What one sample costs the GPU: the flush (cold), what is timed and the
     clock probe after it. The budget is what sampling takes, as do_bench's is
     (its estimate times its cache flush too): counting the kernel alone made a
-    6 us kernel's 100 ms cold budget take 0.5 s."""
+    6 us kernel's 100 ms cold budget take 0.5 s. `known_ms`, the warm-up's
+    estimate of what is timed: when that is a long launch, the flush's cost
+    (measured once) is added to it rather than launching the pair again."""
+    if known_ms is not None and known_ms >= LONG_LAUNCH_MS:
+        return known_ms + (kernels.flush_ms(stream) if flush else 0.0)
     timed = after(flush, inside) if flush else inside
     return estimate_ms(after(timed, lambda s: kernels.probe_clock(s, 0)), stream)
 
 
 def warm_up(launch: Callable[[int], None], stream: int, options: TimingOptions) -> float:
-    """Launch for the warm-up budget; returns the per-launch estimate (ms)."""
-    estimate = estimate_ms(launch, stream)
-    for _ in range(sample_count(options.warmup_ms, estimate)):
+    """Launch for the warm-up budget, the estimate's launches included (so a
+    long kernel with a short budget is launched once or twice, not ten times);
+    returns the per-launch estimate (ms)."""
+    first = estimate(launch, stream)
+    wanted = math.ceil(options.warmup_ms / first.ms) if first.ms > 0 else MAX_SAMPLES
+    for _ in range(min(MAX_SAMPLES, wanted) - first.launches):
         launch(stream)
-    return estimate
+    return first.ms
 
 
 def offset_us(stream: int, kernels: TimingKernels, options: TimingOptions) -> float | None:

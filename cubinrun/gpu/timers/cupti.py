@@ -99,9 +99,9 @@ def measure(launch: Callable[[int], None], stream: int, kernels: TimingKernels,
             options: TimingOptions,
             progress: Callable[[int, int], None] | None = None) -> Timed:
     _cupti()                            # a missing wheel says so before any warm-up
-    warm_up(launch, stream, options)
+    estimate = warm_up(launch, stream, options)
     flush = kernels.flush if options.l2 == "cold" else None
-    per_sample = sample_cost_ms(launch, stream, kernels, flush)
+    per_sample = sample_cost_ms(launch, stream, kernels, flush, estimate)
     count = sample_count(options.rep_ms, per_sample, options.min_samples)
     with KernelRecords() as records:
         enough = None

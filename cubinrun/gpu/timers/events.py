@@ -14,10 +14,10 @@ from .finish import finish
 def measure(launch: Callable[[int], None], stream: int, kernels: TimingKernels,
             options: TimingOptions,
             progress: Callable[[int, int], None] | None = None) -> Timed:
-    warm_up(launch, stream, options)
+    estimate = warm_up(launch, stream, options)
     offset = offset_us(stream, kernels, options)
     flush = kernels.flush if options.l2 == "cold" else None
-    per_sample = sample_cost_ms(launch, stream, kernels, flush)
+    per_sample = sample_cost_ms(launch, stream, kernels, flush, estimate)
     count = sample_count(options.rep_ms, per_sample, options.min_samples)
     enough = None
     if options.max_noise is not None:
