@@ -272,6 +272,31 @@ def test_the_check_passes_through_many_slots_and_reports_its_stages(vector_add, 
     assert not vector_add.memory                                   # pinned slots freed too
 
 
+def test_later_runs_of_a_session_copy_the_inputs_kept_on_the_device(vector_add, monkeypatch,
+                                                                   capsys):
+    """A sweep's third point gets x and y from the device copies the second took
+    after its upload (gpu/input_copies.py; a session keeps none for its first
+    run): no slot is made or sent again, and the copies hold the inputs as made
+    even though run 2's kernel overwrote x."""
+    from cubinrun.runs import executor
+    monkeypatch.setattr(executor, "ProcessExecutor",
+                        lambda options, *a, **k: executor.InlineExecutor(options))
+
+    def play(run, x, y, out):
+        if run == 2:
+            x[:] = 0                        # run 2's kernel writes over its input
+    vector_add.play = play
+    code, out, err = run_cli(capsys, "launch", "--json", "--no-bench", CONFIGS / "vector_add.yaml",
+                             "--set", f"N={BIG_N}", "--axis", "BLOCK=[256, 512, 1024]")
+    results = json.loads(out)["results"]
+    assert code == 0, err
+    assert [r["check"]["passed"] for r in results] == [True, True, True]
+    calls = vector_add.calls
+    slots = 2 * -(-BIG_N // 4096)       # x and y: made and sent by runs 1 and 2 (which keeps them)
+    assert calls.count("cuMemcpyHtoDAsync") == 2 * slots + 3 * 2 * 3   # + guard bands, 3 runs
+    assert calls.count("cuMemcpyDtoDAsync") == 2 + 2                    # kept, then restored
+
+
 def test_first_mismatches_come_back_in_flat_order(vector_add, capsys):
     vector_add.wrong.update({BIG_N - 1: 5.0, 17: -1.0, 4095: 2.0, 4096: 3.0})
     code, out, _ = run_cli(capsys, "launch", "--json", "--no-bench", CONFIGS / "vector_add.yaml",

@@ -19,6 +19,7 @@ from . import driver
 from ..hostdata.values import InputValues, input_values
 from ..plan.make import Plan, ScratchPlan
 from ..specfile import BufferArg
+from .input_copies import InputCopies, copy_key
 from .transfer import Staging
 
 CU_MEM_ALLOC_ALIGNMENT = 256        # cuMemAlloc's guarantee
@@ -42,6 +43,7 @@ class DeviceMemory:
     guard: bool = False              # guard bands around each buffer (gpu/guards.py)
     guards: list = field(default_factory=list)
     globals: dict = field(default_factory=dict)     # module_globals.DeviceGlobal, by name
+    copies: InputCopies | None = None   # a session's kept inputs (gpu/input_copies.py)
     _allocations: list[int] = field(default_factory=list)
 
     def _alloc(self, nbytes: int, align: int = 1) -> int:
@@ -80,13 +82,19 @@ class DeviceMemory:
         from . import module_globals
         staging = self.staging
         kept = module_globals.write(self.globals, staging.stream)     # alive until finish()
-        for buffer in self.buffers.values():
-            values = buffer.values
+        copies = self.copies
+        for position, buffer in enumerate(self.buffers.values()):
+            values, nbytes = buffer.values, buffer.spec.nbytes
             if values.pattern is not None:
                 driver.fill_async(buffer.pointer, values.pattern, values.count, staging.stream)
-            else:
-                staging.upload(buffer.pointer, values.host, values.count, values.block_size,
-                               values.block)
+                continue
+            key = copy_key(position, values) if copies else None
+            if copies and copies.restore(key, buffer.pointer, nbytes, staging.stream):
+                continue
+            staging.upload(buffer.pointer, values.host, values.count, values.block_size,
+                           values.block)
+            if copies:
+                copies.keep(key, buffer.pointer, nbytes, staging.stream)
         staging.finish()
         del kept
 
@@ -134,19 +142,23 @@ def allocate(plan: Plan, inputs: list[InputValues] | None = None,
              device_name: str = "the device", guard: bool = False,
              repeat: int = 1,
              staging: Callable[[int], Staging] | None = None,
-             module_globals: dict | None = None) -> DeviceMemory:
+             module_globals: dict | None = None,
+             copies: InputCopies | None = None) -> DeviceMemory:
     """Device buffers filled from `inputs` (made here if not given) and the scratch;
     with `guard`, each buffer between two guard bands. Refused before anything is
     allocated if they cannot fit the device (with room for `--repeat`'s copy of
     run 1's buffers when `repeat` > 1). `staging(largest)`: pinned slots to
     borrow (a session's), rather than slots made and freed for this run.
     `module_globals`: the module's globals to write with the buffers
-    (module_globals.bind)."""
+    (module_globals.bind). `copies`: a session's kept inputs, used and added to;
+    those this run does not use are freed first."""
     from .capacity import check_device
     if inputs is None:
         inputs = make_inputs(plan)
+    if copies is not None:
+        copies.keep_only({copy_key(i, values) for i, values in enumerate(inputs)})
     check_device(plan, device_name, guard=guard, repeat=repeat)
-    memory = DeviceMemory(guard=guard)
+    memory = DeviceMemory(guard=guard, copies=copies)
     began = time.perf_counter()
     try:
         largest = max((b.nbytes for b in plan.spec.buffers.values()), default=0)

@@ -45,6 +45,11 @@ def fingerprint(value: Any) -> Hashable:
     return _UNCACHEABLE
 
 
+def described(fp: Hashable) -> bool:
+    """Whether a fingerprint says what the value is (not a plain array's)."""
+    return fp is not _UNCACHEABLE
+
+
 class ReferenceCache:
     def __init__(self, budget: Callable[[], int]):
         self._budget = budget

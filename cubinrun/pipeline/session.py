@@ -43,7 +43,8 @@ class Ready:
 class Session:
     """What the runs on one device share: the device (its primary context
     current), one stream, the timing kernels (with the event offset they measure
-    once), binaries by source and loaded modules by content."""
+    once), binaries by source, loaded modules by content and device copies of
+    the last run's inputs (gpu/input_copies.py)."""
 
     def __init__(self, device: driver.Device):
         self.device = device
@@ -53,6 +54,9 @@ class Session:
         self._binaries = Binaries()
         self._modules: dict[bytes, Any] = {}
         self._staging = None
+        from ..gpu.input_copies import InputCopies
+        self.input_copies = InputCopies()
+        self.runs = 0               # made ready so far
 
     @property
     def stream(self) -> int:
@@ -80,6 +84,12 @@ class Session:
             self._staging = Staging(largest)
         return self._staging
 
+    def copies_for_this_run(self):
+        """The kept inputs from the second run on: a session that runs once (a
+        single launch) never pays device memory for copies."""
+        self.runs += 1
+        return self.input_copies if self.runs > 1 else None
+
     def load_module(self, cubin: bytes):
         import hashlib
         key = hashlib.blake2b(cubin, digest_size=16).digest()
@@ -88,6 +98,7 @@ class Session:
         return self._modules[key]
 
     def close(self) -> None:
+        self.input_copies.close()
         if self._timing is not None:
             self._timing.close()
             self._timing = None
@@ -166,7 +177,8 @@ def make_ready(plan: Plan, session: Session, early: Early | None = None,
     inputs = early.inputs if early else make_inputs(plan)
     made = (early.seconds if early else time.perf_counter() - began)
     memory = buffers.allocate(plan, inputs, device.name, guard=guard, repeat=repeat,
-                              staging=session.staging, module_globals=bound)
+                              staging=session.staging, module_globals=bound,
+                              copies=session.copies_for_this_run())
     try:
         values = launcher_values(plan.slots, memory)
         check_addresses(plan, values)
