@@ -166,6 +166,41 @@ def test_empty_grid_launches_nothing(device, fake_libcuda, capsys):
     assert fake_libcuda.launch_count == 0 and code == 0
 
 
+def test_the_checks_references_are_made_on_a_thread_before_the_launch(device, fake_libcuda,
+                                                                       monkeypatch, capsys):
+    """A whole-array reference (a matmul's) is made while the kernel loads, the
+    buffers fill and the kernel runs (gpu/outputs.checkers_ahead)."""
+    import threading
+    from cubinrun.gpu import outputs
+    made = []
+    real = outputs.make_checkers
+
+    def recording(spec, inputs):
+        made.append((threading.current_thread().name, fake_libcuda.launch_count))
+        return real(spec, inputs)
+    monkeypatch.setattr(outputs, "make_checkers", recording)
+    code, out, _ = run_cli(capsys, "launch", "--json", "--no-bench", CONFIGS / "vector_add.yaml",
+                           "--set", "N=4096")
+    assert code == 1 and json.loads(out)["check"]["outputs"]["out"]["mismatches"] > 0
+    assert made == [("cubinrun-references", 0)]
+
+
+def test_an_error_in_a_reference_made_ahead_names_the_spec_and_line(device, fake_libcuda,
+                                                                     monkeypatch, capsys):
+    import threading
+    from cubinrun.errors import SpecError
+    from cubinrun.gpu import outputs
+
+    def failing(spec, inputs):
+        raise SpecError(f"made on {threading.current_thread().name}", field="check.out")
+    monkeypatch.setattr(outputs, "make_checkers", failing)
+    code, _, err = run_cli(capsys, "launch", "--no-bench", CONFIGS / "vector_add.yaml",
+                           "--set", "N=4096")
+    line = err.strip().splitlines()[-1]
+    assert code == 2 and fake_libcuda.launch_count == 1
+    assert re.search(r"vector_add\.yaml:\d+: check\.out: made on cubinrun-references$", line), err
+
+
 def test_a_launch_error_names_the_kernel_and_the_result(device, fake_libcuda, capsys):
     fake_libcuda.fail_launch(719)                       # CUDA_ERROR_LAUNCH_FAILED
     code, _, err = run_cli(capsys, "launch", CONFIGS / "vector_add.yaml", "--no-bench")

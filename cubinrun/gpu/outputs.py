@@ -13,6 +13,7 @@ CUBINRUN_CHECK_MEMORY (check.check_reference).
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 
@@ -23,13 +24,12 @@ class Outputs:
     seconds: dict[str, float] = field(default_factory=dict)   # "download", "check"
 
 
-def check_and_save(spec, memory) -> Outputs:
-    """`memory`: the launch's buffers.DeviceMemory, after the kernel finished."""
+def make_checkers(spec, inputs: dict) -> list:
+    """A check.Checker per check of the spec, reading `inputs` (InputValues by
+    name); a check against a whole-array reference (a matmul's) makes it now."""
     from ..errors import SpecError
     from ..hostdata.check import Checker
     env = spec.expression_env()
-    inputs = {name: b.values for name, b in memory.buffers.items()}
-    inputs.update((name, g.values) for name, g in memory.globals.items())
     outputs = {**spec.buffers, **spec.globals}
     checkers = []
     for check in spec.checks:
@@ -39,6 +39,31 @@ def check_and_save(spec, memory) -> Outputs:
                                     scope=str(spec.path)))
         except SpecError as exc:            # a region's field path holds brackets: its line
             raise exc.located(line=check.line if check.region is not None else None) from None
+    return checkers
+
+
+def checkers_ahead(spec, inputs: list) -> Future | None:
+    """make_checkers on a thread, started before the upload, so that a reference
+    (a 4096^3 matmul's takes ~1 s on 16 cores) is made while the kernel loads,
+    the buffers fill and the kernel runs. None (made after the launch) when
+    nothing is checked or a check reads a module global, whose values are bound
+    only once the module is loaded."""
+    if not spec.checks or spec.globals:
+        return None
+    from ..hostdata.threads import on_thread
+    by_name = dict(zip(spec.buffers, inputs, strict=True))
+    return on_thread(make_checkers, spec, by_name, name="cubinrun-references")
+
+
+def check_and_save(spec, memory, ahead: Future | None = None) -> Outputs:
+    """`memory`: the launch's buffers.DeviceMemory, after the kernel finished;
+    `ahead`: the checkers from checkers_ahead."""
+    if ahead is not None:
+        checkers = ahead.result()
+    else:
+        inputs = {name: b.values for name, b in memory.buffers.items()}
+        inputs.update((name, g.values) for name, g in memory.globals.items())
+        checkers = make_checkers(spec, inputs)
     began, waited = time.perf_counter(), memory.staging.waits.copies
     parts: dict[int, list] = {}
     for buffer in spec.buffers.values():

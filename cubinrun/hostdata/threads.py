@@ -60,6 +60,22 @@ def _keep_freed_memory() -> None:
     mallopt(m_trim_threshold, 512 << 20)
 
 
+def on_thread(fn: Callable[..., T], *args, name: str = "cubinrun-ahead") -> Future[T]:
+    """fn(*args) on a thread of its own, outside the pool (so it may use the pool),
+    as a daemon: work started ahead that turns out unneeded (the run failed
+    first) never holds up the process's exit."""
+    future: Future[T] = Future()
+
+    def run() -> None:
+        if future.set_running_or_notify_cancel():
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:        # noqa: BLE001 - handed to the waiter
+                future.set_exception(exc)
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future
+
+
 def submit(fn: Callable[..., T], *args) -> Future[T]:
     return pool().submit(fn, *args)
 

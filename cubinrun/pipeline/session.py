@@ -35,6 +35,7 @@ class Ready:
     memory: Any                 # buffers.DeviceMemory
     launch: Callable[[int], None]
     seconds: dict[str, float] = field(default_factory=dict)   # init, upload
+    checkers: Any = None        # a Future: the checks' references being made (outputs.py)
 
     def close(self) -> None:
         self.memory.free()
@@ -121,14 +122,21 @@ class Devices(Protocol):
 def run_spec(path: str | Path, overrides: Mapping[str, str], options: RunOptions,
              devices: Devices) -> RunResult:
     """Run the spec at `path` with `overrides` (--set and the sweep point) on the
-    runner's device. While CUDA is still starting, the work that needs no GPU
-    (the binary, the launcher, the host data) is done first. Spec errors found
-    anywhere on the way name the spec's file and the field's line."""
+    runner's device. The checks' references are made on a thread from the start
+    (gpu/outputs.checkers_ahead), and while CUDA is still starting, the binary
+    and the launcher are made first. Spec errors found anywhere on the way name
+    the spec's file and the field's line."""
+    from ..gpu.buffers import make_inputs
+    from ..gpu.outputs import checkers_ahead
     with located(path):
         plan = plan_spec(path, overrides, devices.values)
-        early = None if devices.is_open() else prepare_early(plan)
+        began = time.perf_counter()
+        inputs = Inputs(make_inputs(plan), time.perf_counter() - began)
+        checkers = checkers_ahead(plan.spec, inputs.values)
+        early = None if devices.is_open() or needs_device_target(plan.spec) else prepare(plan)
         session = devices.open_session()
-        ready = make_ready(plan, session, early, guard=options.guard, repeat=options.repeat)
+        ready = make_ready(plan, session, inputs, early, checkers, guard=options.guard,
+                           repeat=options.repeat)
         try:
             return _Run(plan.spec, ready, session, options).execute()
         finally:
@@ -136,35 +144,25 @@ def run_spec(path: str | Path, overrides: Mapping[str, str], options: RunOptions
 
 
 @dataclass(frozen=True)
-class Early:
-    """Work that needs no GPU, done while the driver initialises."""
-    prepared: Prepared | None   # None when the kernel is compiled for the device
-    inputs: list                # every buffer's input (hostdata.InputValues), checked
+class Inputs:
+    values: list                # every buffer's input (hostdata.InputValues), checked
     seconds: float = 0.0        # making them
 
 
-def prepare_early(plan: Plan) -> Early:
-    from ..gpu.buffers import make_inputs
-    prepared = None if needs_device_target(plan.spec) else prepare(plan)
-    began = time.perf_counter()
-    inputs = make_inputs(plan)
-    return Early(prepared, inputs, time.perf_counter() - began)
-
-
-def make_ready(plan: Plan, session: Session, early: Early | None = None,
-               guard: bool = False, repeat: int = 1) -> Ready:
-    """The kernel loaded on the session's device and its buffers filled. `early`:
-    what was done before the device was open; `guard`: guard bands around the
-    buffers; `repeat`: the launches `--repeat` makes (room for run 1's buffers
-    is checked before allocating)."""
+def make_ready(plan: Plan, session: Session, inputs: Inputs, early: Prepared | None = None,
+               checkers=None, guard: bool = False, repeat: int = 1) -> Ready:
+    """The kernel loaded on the session's device and its buffers filled from
+    `inputs`. `early`: the binary and launcher prepared before the device was
+    open; `checkers`: the checks being made ahead; `guard`: guard bands around
+    the buffers; `repeat`: the launches `--repeat` makes (room for run 1's
+    buffers is checked before allocating)."""
     from ..gpu import buffers
     from ..gpu.arguments import launcher_values
     from ..gpu.kernel import load_kernel
-    from ..gpu.buffers import make_inputs
     from ..plan.specialization import check_addresses
     device, spec = session.device, plan.spec
-    if early and early.prepared:
-        prepared = early.prepared
+    if early is not None:
+        prepared = early
         check_device(prepared, device)
     else:
         prepared = prepare(plan, device, load=session.load_binary)
@@ -173,10 +171,7 @@ def make_ready(plan: Plan, session: Session, early: Early | None = None,
                          module=session.load_module(prepared.cubin))
     from ..gpu import module_globals
     bound = module_globals.bind(spec, kernel.module, prepared.cubin)
-    began = time.perf_counter()
-    inputs = early.inputs if early else make_inputs(plan)
-    made = (early.seconds if early else time.perf_counter() - began)
-    memory = buffers.allocate(plan, inputs, device.name, guard=guard, repeat=repeat,
+    memory = buffers.allocate(plan, inputs.values, device.name, guard=guard, repeat=repeat,
                               staging=session.staging, module_globals=bound,
                               copies=session.copies_for_this_run())
     try:
@@ -195,8 +190,9 @@ def make_ready(plan: Plan, session: Session, early: Early | None = None,
 
     def launch_once(stream: int) -> None:
         launch_fn(config, gx, gy, gz, stream, *values)
-    seconds = {"init": made + memory.seconds["init"], "upload": memory.seconds["upload"]}
-    return Ready(prepared, kernel, memory, launch_once, seconds)
+    seconds = {"init": inputs.seconds + memory.seconds["init"],
+               "upload": memory.seconds["upload"]}
+    return Ready(prepared, kernel, memory, launch_once, seconds, checkers)
 
 
 class _Run:
@@ -280,7 +276,7 @@ class _Run:
 
     def check_and_save(self, memory, result: RunResult) -> None:
         from ..gpu.outputs import check_and_save
-        done = check_and_save(self.spec, memory)
+        done = check_and_save(self.spec, memory, self.ready.checkers)
         result.checks.extend(done.checks)
         result.saved.extend(done.saved)
         result.stages.update(done.seconds)
