@@ -158,12 +158,40 @@ def test_throttled_samples_are_dropped_and_counted(device, fake_libcuda, capsys)
 
 def test_max_noise_stops_a_steady_kernel_early(device, capsys):
     code, full, _ = launch(capsys, "--rep", "5")
+    device.calls.clear()
     code, steady, _ = launch(capsys, "--rep", "5", "--max-noise", "0.5%")
     assert steady["timing"]["stopped"] == "noise"
-    assert MIN_SAMPLES <= steady["timing"]["samples"] < full["timing"]["samples"] / 5
+    # the first batch is read while the second runs, then sampling stops
+    assert steady["timing"]["samples"] == 2 * max(MIN_SAMPLES, -(-full["timing"]["samples"] // 10))
+    assert steady["timing"]["samples"] < full["timing"]["samples"] / 4
     assert steady["timing"]["median_us"] == full["timing"]["median_us"]
     code, least, _ = launch(capsys, "--rep", "5", "--max-noise", "0.5%", "--min-samples", "200")
     assert least["timing"]["samples"] >= 200
+
+
+def test_max_noise_reads_each_batch_while_the_next_one_runs(device, monkeypatch, capsys):
+    """The GPU never waits for the host between batches: no stream is synchronised
+    while sampling; a batch's last event is waited for once the next is queued."""
+    calls = []
+    from cubinrun.gpu import timing
+    real_sample = timing.sample
+
+    def watched(*args, **kwargs):
+        device.calls.clear()
+        try:
+            return real_sample(*args, **kwargs)
+        finally:
+            calls.append(list(device.calls))
+    monkeypatch.setattr(noise, "median_noise", lambda samples: 1.0)      # never steady
+    for module in (timing, sys.modules["cubinrun.gpu.timers.events"]):
+        monkeypatch.setattr(module, "sample", watched)
+    code, report, _ = launch(capsys, "--rep", "2", "--max-noise", "0.5%")
+    sampled = calls[-1]                         # the timed samples (the last sample() call)
+    assert code == 1 and report["timing"]["stopped"] == "budget"
+    assert sampled.count("cuEventSynchronize") >= 3         # one per batch but the last
+    assert sampled.count("cuStreamSynchronize") == 1 and sampled[-1] != "cuEventSynchronize"
+    last_sync = len(sampled) - sampled[::-1].index("cuEventSynchronize") - 1
+    assert "cuStreamSynchronize" in sampled[last_sync:]     # only once, after every batch
 
 
 def test_max_noise_that_is_never_met_runs_the_whole_budget(device, monkeypatch, capsys):

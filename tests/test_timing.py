@@ -110,3 +110,41 @@ def test_a_long_launchs_sample_cost_is_its_estimate_and_the_flush_measured_once(
     assert timing.sample_cost_ms(clock.launch, 0, kernels, flush, 4.0) == pytest.approx(4.05)
     assert timing.sample_cost_ms(clock.launch, 0, kernels, None, 4.0) == pytest.approx(4.0)
     assert clock.launches == 0 and kernels.flushes == 1
+
+
+def test_the_helper_launchers_built_ahead_are_the_ones_used(monkeypatch):
+    """A runner starts the timing helpers' launchers while CUDA opens; the timing
+    kernels wait for those builds instead of building again."""
+    from cubinrun.gpu import timing
+    built = []
+
+    def fake_build():
+        built.append(1)
+        return ["flush", "spin", "empty", "clock"]
+    monkeypatch.setattr(timing, "_helpers_ahead", None)
+    monkeypatch.setattr(timing, "_build_helpers", fake_build)
+    timing.build_helpers_ahead()
+    timing.build_helpers_ahead()                    # once per process
+    assert timing.helper_launchers() == ["flush", "spin", "empty", "clock"]
+    assert timing.helper_launchers() == ["flush", "spin", "empty", "clock"] and built == [1]
+
+
+def test_a_helper_build_that_failed_ahead_is_built_again_in_place(monkeypatch):
+    from cubinrun.errors import BuildError
+    from cubinrun.gpu import timing
+    calls = []
+
+    def fails_then_raises_here():
+        calls.append(1)
+        raise BuildError(f"compiler failed ({len(calls)})")
+    monkeypatch.setattr(timing, "_helpers_ahead", None)
+    monkeypatch.setattr(timing, "_build_helpers", fails_then_raises_here)
+    timing.build_helpers_ahead()
+    with pytest.raises(BuildError, match=r"\(2\)"):
+        timing.helper_launchers()
+
+
+def test_the_helper_signatures_build_as_launchers():
+    from cubinrun.gpu import timing
+    launchers = timing._build_helpers()
+    assert [tuple(m.SIGNATURE) for m in launchers] == [tuple(s) for s in timing.HELPER_SIGNATURES]

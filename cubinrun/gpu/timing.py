@@ -93,23 +93,54 @@ class Pairs:
     stopped_early: bool = False
 
 
+# The helper kernels' signatures: flush, spin, empty, clock.
+HELPER_SIGNATURES = (("*u8", "u64", "*u32"), ("u64", "*u64"), (), ("*u64",))
+_helpers_ahead = None       # a Future: the launchers being built by build_helpers_ahead
+
+
+def _build_helpers() -> list:
+    """The helper kernels' launchers, built at once: each build is a compiler
+    process, so a cold cache waits for one (~0.25 s), not four."""
+    from concurrent.futures import ThreadPoolExecutor
+    from ..launcher import load_launcher
+    with ThreadPoolExecutor(len(HELPER_SIGNATURES)) as pool:
+        return list(pool.map(lambda signature: load_launcher(signature, 0), HELPER_SIGNATURES))
+
+
+def build_helpers_ahead() -> None:
+    """Start building the helper launchers on a thread (a run's runner does this
+    while CUDA opens); `helper_launchers` then waits for them."""
+    global _helpers_ahead
+    if _helpers_ahead is None:
+        from concurrent.futures import ThreadPoolExecutor
+        pool = ThreadPoolExecutor(1, thread_name_prefix="cubinrun-helper-launchers")
+        _helpers_ahead = pool.submit(_build_helpers)
+        pool.shutdown(wait=False)
+
+
+def helper_launchers() -> list:
+    if _helpers_ahead is not None:
+        try:
+            return _helpers_ahead.result()
+        except Exception:           # built again here, so that the error is raised in place
+            pass
+    return _build_helpers()
+
+
 class TimingKernels:
     """The spin and L2-flush kernels (PTX shipped with the package), the buffer
     the flush reads and the spins' clock records, loaded once per device; also
     the event offset, measured on first use."""
 
     def __init__(self, device: driver.Device):
-        from ..launcher import load_launcher
         ptx = resources.files("cubinrun").joinpath("data/timing_kernels.ptx").read_bytes()
         self.module = driver.load_module(ptx + b"\0", what="cubinrun timing kernels (PTX)")
         self.flush_fn = driver.handle_int(driver.get_function(self.module, "cubinrun_l2_flush"))
         self.spin_fn = driver.handle_int(driver.get_function(self.module, "cubinrun_spin"))
         self.empty_fn = driver.handle_int(driver.get_function(self.module, "cubinrun_empty"))
         self.clock_fn = driver.handle_int(driver.get_function(self.module, "cubinrun_clock"))
-        self.flush_launcher = load_launcher(["*u8", "u64", "*u32"], 0)
-        self.spin_launcher = load_launcher(["u64", "*u64"], 0)
-        self.empty_launcher = load_launcher([], 0)
-        self.clock_launcher = load_launcher(["*u64"], 0)
+        self.flush_launcher, self.spin_launcher, self.empty_launcher, self.clock_launcher = \
+            helper_launchers()
         l2 = driver.device_attribute(device.handle, "L2_CACHE_SIZE")
         self.flush_bytes = max(2 * l2, 16 << 20) // 16 * 16
         self.flush_buffer = driver.alloc(self.flush_bytes)
@@ -228,7 +259,11 @@ def sample(stream: int, kernels: TimingKernels, inside: Callable[[int], None],
     `before(stream)`, if given, is queued ahead of each pair (the L2 flush).
     Pairs are queued in batches of `per_batch`, each behind a spin kernel.
     `clocks`: a clock probe follows each pair. `enough(pairs so far)`: asked
-    after each batch (which then waits for the GPU); True stops sampling.
+    once each batch is queued, about the batches before it, which are read
+    while it runs: the GPU never idles between batches, so a run that stops
+    early samples the kernel exactly as one that spends its budget (waiting
+    for each batch first read small kernels 1-5% high on the H200). True
+    stops sampling after the batch just queued.
     """
     if clocks:
         kernels.clear_clocks(stream)
@@ -240,6 +275,7 @@ def sample(stream: int, kernels: TimingKernels, inside: Callable[[int], None],
         for first in range(0, count, per_batch):
             batch = [(driver.create_event(), driver.create_event())
                      for _ in range(min(per_batch, count - first))]
+            done = len(pairs)               # the pairs of earlier batches
             pairs.extend(batch)
             kernels.spin(stream, spin_ns)
             queued_at = time.perf_counter_ns()
@@ -258,10 +294,11 @@ def sample(stream: int, kernels: TimingKernels, inside: Callable[[int], None],
                 spin_ns = min(MAX_SPIN_NS, max(MIN_SPIN_NS, 2 * (time.perf_counter_ns() - queued_at)))
             if progress:
                 progress(first + len(batch), count)
-            if enough is not None:
-                driver.stream_synchronize(stream, context="timed launches")
-                times.extend(1000.0 * driver.elapsed_ms(start, end) for start, end in batch)
-                if first + len(batch) < count and enough(times):
+            if enough is not None and done and first + len(batch) < count:
+                driver.event_synchronize(pairs[done - 1][1], context="timed launches")
+                times.extend(1000.0 * driver.elapsed_ms(start, end)
+                             for start, end in pairs[len(times):done])
+                if enough(times):
                     stopped = True
                     if progress:
                         progress(count, count)      # done: a progress line clears itself

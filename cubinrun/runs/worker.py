@@ -48,6 +48,9 @@ class Runner:
         self.ordinal, self.options = ordinal, options
         self.tag = tag or {}
         self.opening: driver.DeviceOpening | None = driver.DeviceOpening(ordinal)
+        if options.bench:               # the timing helpers' launchers, built meanwhile
+            from ..gpu.timing import build_helpers_ahead
+            build_helpers_ahead()
         self.session = None
         self._identity: dict | None = None
 
