@@ -8,7 +8,9 @@
 #      10 s, half of Kernel Tuner's 20.6 s measured on the H200);
 #   3. the exhaustive sweep of the same space as `launch --jsonl`, and every
 #      strategy replayed on it (bench/tune_strategies.py) and on the synthetic
-#      reduction landscape.
+#      reduction landscape (TUNE_LANDSCAPE=0 leaves this step out).
+# cubinrun takes at least 7 samples a configuration (--min-samples 7), as
+# Kernel Tuner times each configuration 7 times; it also checks every one.
 # Run from the repository root on the GPU machine, with Kernel Tuner's wheel
 # in .whl/ and the kernel fetched (kernels/thirdparty/fetch.sh, on a machine
 # that reaches GitHub, before the tree is carried there). Writes under
@@ -36,8 +38,12 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee
 echo "== Kernel Tuner brute force (two runs)"
 backend=cupy
 $python -c "import cupy" 2>/dev/null || backend=nvcuda
-for run in 1 2; do
-    $python bench/kt_matmul_tune.py "$source" "$backend" | tee -a "$out/tune_kernel_tuner.jsonl"
+for run in 1 2; do      # wall_s: its tune_kernel call; process_s: the whole process
+    start=$(date +%s.%N)
+    line=$($python bench/kt_matmul_tune.py "$source" "$backend")
+    end=$(date +%s.%N)
+    echo "${line%\}}, \"process_s\": $(python3 -c "print(round($end - $start, 2))")}" |
+        tee -a "$out/tune_kernel_tuner.jsonl"
 done
 
 echo "== cubinrun tune --strategy brute (cold cache, then resumed)"
@@ -45,7 +51,9 @@ export CUBINRUN_CACHE_DIR; CUBINRUN_CACHE_DIR=$(mktemp -d)
 storage=$(mktemp -d)/kt_matmul.sqlite
 for run in cold resumed; do
     start=$(date +%s.%N)
+    # at least 7 samples a configuration, as Kernel Tuner times each 7 times
     $python -m cubinrun tune "$spec" --strategy brute --json --storage "sqlite:///$storage" \
+        --min-samples 7 \
         >"$out/tune_cubinrun_$run.json" 2>"$out/tune_cubinrun_$run.log"
     code=$?
     end=$(date +%s.%N)
@@ -59,10 +67,12 @@ print(json.dumps({"tool": "cubinrun tune", "run": sys.argv[2], "exit": int(sys.a
                   "valid": doc["space"]["valid"],
                   "ok": sum(e["status"] == "ok" for e in doc["evaluations"]),
                   "best": best.get("point"), "best_ms": (best.get("value") or 0) / 1000,
-                  "top_span": doc["span"], "retimed": doc["retimed"]}))
+                  "top_span": doc["span"], "retimed": doc["retimed"],
+                  "seconds": doc.get("seconds")}))
 PY
 done | tee "$out/tune_cubinrun.jsonl"
 
+[[ ${TUNE_LANDSCAPE:-1} == 0 ]] && exit 0     # 1 and 2 only (a short device call)
 echo "== the exhaustive sweep as a landscape, and the strategies replayed on it"
 $python -m cubinrun launch "$spec" --jsonl "$out/tune_matmul_landscape.jsonl" >/dev/null 2>&1
 $python bench/tune_strategies.py "$spec" "$out/tune_matmul_landscape.jsonl" \

@@ -267,10 +267,15 @@ def fake_sweep(tmp_path, fake_libcuda, monkeypatch):
 
 def test_a_tune_goes_on_past_faults_and_failed_checks(fake_sweep, device, capsys):
     code, doc, err = tune_json(capsys, fake_sweep, "--strategy", "brute", "--warmup", "1",
-                               "--rep", "1", "--top-k", "2", "--rounds", "2")
+                               "--rep", "0.001", "--min-samples", "25", "--top-k", "2",
+                               "--rounds", "2")
     assert code == 0, err
     status = {(e["point"]["BLOCK"], e["point"]["KID"]): e for e in doc["evaluations"]}
     assert status[(256, 1)]["status"] == "ok" and status[(256, 1)]["checked"]
+    assert status[(256, 1)]["timing"]["samples"] == 25      # the budget alone gives 10
+    assert set(doc["seconds"]) == {"to_first_run", "search", "retime", "close"}
+    assert all(s >= 0 for s in doc["seconds"].values())
+    assert sum(doc["seconds"].values()) <= doc["wall_s"] + 0.01
     assert status[(512, 1)]["status"] == "check failed"
     for block in (256, 512):
         assert status[(block, 2)]["status"] == "CUDA error"
@@ -326,3 +331,49 @@ def test_several_gpus_evaluate_at_once_against_one_storage(fake_sweep, fake_libc
     assert doc["measured"] == 4 and doc["best"]["point"] == {"BLOCK": 256, "KID": 1}
     assert sorted(e["status"] for e in doc["evaluations"]) == [
         "CUDA error", "CUDA error", "check failed", "ok"]
+
+
+def test_a_point_whose_build_failed_ahead_is_recorded_without_a_run(smooth, tmp_path):
+    """The pool's build says how the run would end (tune/prebuild.py): such a
+    point takes no turn on the GPU. The first batch never waits for the pool."""
+    from cubinrun.tune import store
+    from cubinrun.tune.evaluate import OBJECTIVES, ReplayEvaluator
+    from cubinrun.tune.prebuild import Built
+    from cubinrun.tune.search import Budget, Search
+    from cubinrun.tune.space import key, load_space
+    from cubinrun.tune.strategies import make_sampler
+    spec, results = smooth
+    space = load_space(spec, {})
+    objective = OBJECTIVES["time"]
+    replay = ReplayEvaluator(results, objective)
+    first, bad = space.valid[0], space.valid[3]
+    ran, waited = [], []
+
+    class Recording:
+        width = 1
+
+        def start(self):
+            pass
+
+        def evaluate(self, points):
+            ran.extend(points)
+            return replay.evaluate(points)
+
+    class Pool:
+        def submit(self, points):
+            pass
+
+        def wait(self, points):
+            waited.extend(points)
+            return [Built("invalid", 3, "needs 99 KiB of shared memory") if key(p) == key(bad)
+                    else Built("ok") for p in points]
+    study = store.open_study(f"sqlite:///{tmp_path}/s.sqlite", "t", objective.direction,
+                             make_sampler("brute", None))
+    search = Search(space, study, "brute", Recording(), objective, Budget(8), lambda p: "in",
+                    prebuilder=Pool())
+    evaluations = search.run()
+    assert [e.point for e in evaluations] == space.valid[:8]
+    assert (evaluations[3].status, evaluations[3].reason, evaluations[3].exit_code) == (
+        "invalid", "needs 99 KiB of shared memory", 3)
+    assert ran == [p for p in space.valid[:8] if p != bad]
+    assert first not in waited and bad in waited

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import click
 
+from ..limits import MAX_SAMPLES
 from .common import (complete_specs, console, device_option, force_option, json_option,
                      set_option, write_output)
 
@@ -41,6 +42,7 @@ class TuneArgs:
     arch: str | None
     warmup: float | None
     rep: float | None
+    min_samples: int | None
 
 
 class _TuneCommand(click.Command):
@@ -95,16 +97,19 @@ class _TuneCommand(click.Command):
 @click.option("--arch", metavar="SM", help="With --dry-run: the target to build for (sm_90).")
 @click.option("--warmup", type=float, default=None, metavar="MS", help="Warm-up budget in ms.")
 @click.option("--rep", type=float, default=None, metavar="MS", help="Timing budget in ms.")
+@click.option("--min-samples", type=click.IntRange(1, MAX_SAMPLES), default=None, metavar="N",
+              help="Take at least N samples a configuration (default 10; Kernel Tuner takes 7).")
 def tune(spec, overrides, axes, constraints, strategy, max_evals, time_limit, objective, storage,
          top_k, rounds, output, force, as_json, plot, seed, device, devices, workers_per_gpu,
-         ray, dry_run, replay, arch, warmup, rep):
+         ray, dry_run, replay, arch, warmup, rep, min_samples):
     """Find the best configuration of the spec's sweep space: every evaluation a
     checked, timed run, kept in storage so a tune resumes and nothing is measured
     twice."""
     from ..errors import SpecError
     args = TuneArgs(spec, overrides, axes, constraints, strategy, max_evals, time_limit,
                     objective, storage, top_k, rounds, output, force, as_json, plot, seed,
-                    device, devices, workers_per_gpu, ray, dry_run, replay, arch, warmup, rep)
+                    device, devices, workers_per_gpu, ray, dry_run, replay, arch, warmup, rep,
+                    min_samples)
     try:
         code = _tune(args)
     except SpecError as error:
@@ -149,13 +154,26 @@ def _tune(args: TuneArgs) -> int:
     from ..specfile import parse_overrides
     from ..tune.space import load_space
     _check(args)
-    overrides = parse_overrides(args.overrides)
-    space = load_space(args.spec, overrides, args.axes, args.constraints)
-    if not space.valid:
-        raise UsageError(f"{args.spec}: the constraints leave none of the {space.size} points")
-    if args.dry_run:
-        return _dry_run(space, args)
-    return _search(space, args)
+    initialising = None
+    if not (args.dry_run or args.replay or args.ray is not None):
+        # cuInit (~0.3 s in the driver, without the GIL) while the space is made and
+        # Optuna imported; the GPU's name and arch then come at once
+        from ..gpu import driver
+        from ..hostdata.threads import on_thread
+        initialising = on_thread(driver.init, name="cubinrun-cuinit")
+    try:
+        overrides = parse_overrides(args.overrides)
+        space = load_space(args.spec, overrides, args.axes, args.constraints)
+        if not space.valid:
+            raise UsageError(f"{args.spec}: the constraints leave none of the {space.size} "
+                             "points")
+        if args.dry_run:
+            return _dry_run(space, args)
+        return _search(space, args)
+    finally:
+        if initialising is not None:    # never exit with the driver mid-initialisation
+            from concurrent.futures import wait
+            wait([initialising])
 
 
 # -- the dry run --
@@ -229,6 +247,7 @@ def _search(space, args: TuneArgs) -> int:
                         Budget(args.max_evals, args.time_limit), inputs_of, args.seed,
                         prebuilder, progress)
         search.run()
+        searched = time.perf_counter()
         if prebuilder is not None:
             prebuilder.close()
             prebuilder = None
@@ -236,12 +255,16 @@ def _search(space, args: TuneArgs) -> int:
                                search.evaluations)
         measured_now = len(search.evaluations)
         candidates, retimed_now = _retime(study, everything, evaluator, objective, args)
+        retimed = time.perf_counter()
     finally:
         if prebuilder is not None:
             prebuilder.close()
         evaluator.close()
+    first = search.first_run_at or searched
+    seconds = {"to_first_run": first - started, "search": searched - first,
+               "retime": retimed - searched, "close": time.perf_counter() - retimed}
     return _report(args, space, objective, gpu, url, name, everything, measured_now,
-                   candidates, retimed_now, search, time.perf_counter() - started)
+                   candidates, retimed_now, search, time.perf_counter() - started, seconds)
 
 
 def _in_order(stored: dict, mine: list) -> list:
@@ -268,7 +291,8 @@ def _evaluator(space, args: TuneArgs, objective):
             Path(args.replay).read_bytes())
     _check_objective(space, objective)
     options = RunOptions(device=args.device, warmup_ms=args.warmup, rep_ms=args.rep,
-                         progress=False, energy=objective.name == "energy")
+                         min_samples=args.min_samples, progress=False,
+                         energy=objective.name == "energy")
     if args.ray is not None:
         from ..runs.ray_backend import RayExecutor
         executor = RayExecutor(options, args.ray, args.workers_per_gpu)
@@ -337,7 +361,7 @@ class _Progress:
 
 
 def _report(args: TuneArgs, space, objective, gpu, url, name, everything, measured_now,
-            candidates, retimed_now, search, wall_s) -> int:
+            candidates, retimed_now, search, wall_s, seconds: dict | None = None) -> int:
     from ..errors import EXIT_CHECK_FAILED, EXIT_OK
     from ..runs.outcome import most_severe
     from ..tune import output, retime, store
@@ -373,6 +397,9 @@ def _report(args: TuneArgs, space, objective, gpu, url, name, everything, measur
         "top": [c.to_json() for c in candidates], "retimed": retimed_now,
         "gap": retime.gap(candidates), "span": retime.span(candidates),
         "unchecked": unchecked, "wall_s": round(wall_s, 3), "exit_code": code,
+        # where the wall time went: from the start to the first run on the GPU (set-up,
+        # the first build), the search, the re-timing, closing the workers
+        "seconds": {k: round(v, 3) for k, v in (seconds or {}).items()},
     }
     if args.as_json:
         from .report import print_json

@@ -56,7 +56,7 @@ class Evaluation:
     value: float | None = None      # the objective, when ok
     reason: str | None = None
     exit_code: int = EXIT_OK
-    timing: dict | None = None      # median_us, min_us, max_us of the run
+    timing: dict | None = None      # median_us, min_us, max_us and samples of the run
     checked: bool = True            # False: the spec checks nothing
     wall_s: float = 0.0
     origin: str = "measured"        # or "stored": measured before, read from storage
@@ -81,7 +81,8 @@ class Evaluation:
 def from_result(point: Point, result: dict, objective: Objective) -> Evaluation:
     """A result object (RunRecord.to_json(), a line of `launch --jsonl`) as an Evaluation."""
     timing = result.get("timing") if isinstance(result.get("timing"), dict) else None
-    summary = {k: timing.get(k) for k in ("median_us", "min_us", "max_us")} if timing else None
+    summary = {k: timing.get(k) for k in ("median_us", "min_us", "max_us", "samples")} \
+        if timing else None
     check = result.get("check") if isinstance(result.get("check"), dict) else {}
     device = (result.get("device") or {}).get("name") if isinstance(result.get("device"), dict) \
         else None

@@ -6,8 +6,8 @@ finds it there. `tune --dry-run` builds every point this way.
 The builds run in spawned processes (a pool as large as the cores allow):
 NVRTC and the C compiler then use every core whatever the GIL does, and a
 compiler that crashes takes only its pool process. A build that fails here
-is only reported by the dry run; a tune leaves the failure to the run itself,
-which records it with its reason.
+gives the status and reason its run would end with: the dry run reports it,
+and a tune records it without running the point.
 """
 from __future__ import annotations
 

@@ -14,7 +14,10 @@ study, until the budget is spent or every valid point is known.
   before), so a resumed tune with the same budget measures nothing; the time
   limit counts this process's wall time.
 - The next batch is asked before the current one runs, and its builds start
-  on the CPU cores (prebuild.py) while the GPU times the current batch.
+  on the CPU cores (prebuild.py) while the GPU times the current batch. The
+  first batch does not wait for the pool: a worker builds its point itself
+  while the run's references are made. A point whose build failed in the pool
+  is recorded from that build, never run.
 - A batch is as wide as the evaluator (one per GPU worker), so several GPUs
   evaluate at once against one storage.
 """
@@ -69,6 +72,7 @@ class Search:
         self.claimed: set[str] = set()
         self.invalid_proposals = 0
         self._worst: float | None = None
+        self.first_run_at: float | None = None      # perf_counter when the GPU got work
 
     # -- the loop --
 
@@ -87,9 +91,7 @@ class Search:
                 pending = self._next_batch(planned) if self._room(len(planned)) else []
                 if self.prebuilder is not None and pending:
                     self.prebuilder.submit([a.point for a in pending])
-                if self.prebuilder is not None:
-                    self.prebuilder.wait([a.point for a in current])
-                results = self.evaluator.evaluate([a.point for a in current])
+                results = self._evaluate(current)
                 reached = False
                 for asked, evaluation in zip(current, results):
                     self._tell(asked, evaluation, "measured")
@@ -101,6 +103,26 @@ class Search:
         finally:
             self._abandon(pending)
         return self.evaluations
+
+    def _evaluate(self, batch: list[_Asked]) -> list[Evaluation]:
+        """The batch's evaluations, in order. The first batch goes to the workers
+        at once: each builds its own point while the run's references are made
+        (the pool's build of it is then spare). Later ones wait for their builds,
+        and a point whose build failed is recorded from the build (its status
+        and reason are the run's) without taking a worker's turn on the GPU."""
+        failed: dict[str, Evaluation] = {}
+        if self.prebuilder is not None and self.first_run_at is not None:
+            for asked, built in zip(batch, self.prebuilder.wait([a.point for a in batch])):
+                if built.status != "ok":
+                    failed[key(asked.point)] = Evaluation(asked.point, built.status,
+                                                          reason=built.reason,
+                                                          exit_code=built.exit_code,
+                                                          checked=False)
+        if self.first_run_at is None:
+            self.first_run_at = time.perf_counter()
+        to_run = [a.point for a in batch if key(a.point) not in failed]
+        ran = iter(self.evaluator.evaluate(to_run) if to_run else [])
+        return [failed.get(key(a.point)) or next(ran) for a in batch]
 
     def _build_ahead(self, first: list[_Asked]) -> None:
         """Brute force and random search know their order: every point the budget
