@@ -77,7 +77,9 @@ def test_links_stay_in_the_repository_and_land(page):
 
 
 def commands(group: click.Group = cli, path: tuple[str, ...] = ()):
-    for name, command in sorted(group.commands.items()):
+    context = click.Context(group)
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
         if isinstance(command, click.Group):
             yield from commands(command, path + (name,))
         else:

@@ -17,12 +17,40 @@ import sys
 import click
 
 from ..errors import EXIT_USAGE, BuildError, CubinrunError, one_line
-from . import binaries, caches, device, launch, profile, repro, results, schema, source, tune
 from . import stdout
 from .common import JSON_BEFORE_COMMAND, Flags, everywhere_options
 
+# Each command: (its module in this package, the click command in it). A module
+# is imported when its command is asked for: `cubinrun launch` never imports
+# tune's, inspect's or compare's module (and what they import).
+COMMANDS = {
+    "launch": ("launch", "launch"), "compare": ("results", "compare"),
+    "plot": ("results", "plot"), "gen": ("source", "gen"), "props": ("device", "props"),
+    "inspect": ("binaries", "inspect"), "compile": ("binaries", "compile_command"),
+    "init": ("binaries", "init"), "profile": ("profile", "profile"),
+    "repro": ("repro", "repro"), "cache": ("caches", "cache"), "schema": ("schema", "schema"),
+    "tune": ("tune", "tune"),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class _Commands(click.Group):
+    """The commands of COMMANDS, each loaded (with the options every command
+    takes) the first time it is asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in COMMANDS:
+            import importlib
+            module, attribute = COMMANDS[name]
+            command = getattr(importlib.import_module(f".{module}", __name__), attribute)
+            _add_everywhere_options(command)
+            self.add_command(command, name)
+        return self.commands.get(name)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cubinrun")
 @click.option("--json", "as_json", is_flag=True,
               help="The command's --json (it may also follow the command).")
@@ -40,19 +68,13 @@ def cli(ctx: click.Context, as_json: bool) -> None:
         ctx.meta[JSON_BEFORE_COMMAND] = True
 
 
-for _command in (launch.launch, results.compare, results.plot, source.gen, device.props,
-                 binaries.inspect, binaries.compile_command, binaries.init, profile.profile,
-                 repro.repro, caches.cache, schema.schema, tune.tune):
-    cli.add_command(_command)
-
-
 def _add_everywhere_options(command: click.Command) -> None:
     command.params.extend(everywhere_options())
     for sub in getattr(command, "commands", {}).values():
         _add_everywhere_options(sub)
 
 
-_add_everywhere_options(cli)
+cli.params.extend(everywhere_options())
 
 
 def _print_error(error: CubinrunError) -> None:

@@ -258,15 +258,15 @@ def _check_numbers(args: LaunchArgs) -> None:
     """--arch, the timing budgets (by the rule of the spec's bench: fields) and
     --threshold, before any spec is read, used or not."""
     from ..errors import UsageError
-    from ..results.compare import parse_threshold
     from ..specfile.model import budget_problem
+    from ..text import parse_fraction
     if args.arch is not None:
         from ..binary.nvrtc import parse_arch
         parse_arch(args.arch)
     for name, value in (("warmup", args.warmup), ("rep", args.rep)):
         if value is not None and (problem := budget_problem(value)):
             raise UsageError(f"--{name} {problem}")
-    parse_threshold(args.threshold)
+    parse_fraction(args.threshold, "--threshold")  # compare.parse_threshold, without importing it
     max_noise(args)
 
 
