@@ -327,3 +327,21 @@ def test_a_worker_whose_launch_process_was_killed_ends_quietly(fake_libcuda, pas
     assert launch.returncode == -signal.SIGKILL
     assert gone(worker_pid, within_s=10)
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_a_timing_only_task_is_timed_and_not_checked(device, fake_libcuda):
+    """A tune's re-timing (tune/retime.py): the point was checked in the search, so
+    its run neither makes the reference nor reads the outputs back."""
+    from dataclasses import replace
+    (task,) = expand([str(CONFIGS / "vector_add.yaml")], {"N": "4096"})
+    run = executor.InlineExecutor(RunOptions(warmup_ms=1, rep_ms=1))
+    try:
+        checked, = run.run([task])
+        device.calls.clear()
+        timed, = run.run([replace(task, timing_only=True)])
+    finally:
+        run.close()
+    assert checked.exit_code == EXIT_CHECK_FAILED           # the fake runs no kernel
+    assert timed.exit_code == EXIT_OK and timed.result["check"]["passed"] is None
+    assert timed.result["timing"]["samples"] >= 10
+    assert "cuMemcpyDtoHAsync" not in device.calls

@@ -377,3 +377,14 @@ def test_a_point_whose_build_failed_ahead_is_recorded_without_a_run(smooth, tmp_
         "invalid", "needs 99 KiB of shared memory", 3)
     assert ran == [p for p in space.valid[:8] if p != bad]
     assert first not in waited and bad in waited
+
+
+def test_only_a_missing_sqlite_file_is_surely_a_new_storage(tmp_path):
+    """A new storage means every point will run, so the workers start at once."""
+    from cubinrun.tune.store import is_new
+    existing = tmp_path / "old.sqlite"
+    existing.write_bytes(b"")
+    assert is_new(f"sqlite:///{tmp_path}/new.sqlite")
+    assert not is_new(f"sqlite:///{existing}")
+    assert not is_new("sqlite:///:memory:") and not is_new("sqlite://")
+    assert not is_new("postgresql://tuner@db/tunes")

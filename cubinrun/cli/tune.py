@@ -235,13 +235,21 @@ def _search(space, args: TuneArgs) -> int:
     prebuilder = None
     try:
         url = args.storage or store.default_url(args.spec)
+        if store.is_new(url):
+            # nothing is stored yet, so every point will run: the workers start
+            # CUDA now, while Optuna opens the storage (~0.5 s); a resumed tune
+            # may measure nothing and then starts no worker
+            evaluator.start()
         name = store.study_name(gpu, args.spec, space.overrides, args.axes, extra)
         sampler = make_sampler(args.strategy, args.seed)
         study = store.open_study(url, name, objective.direction, sampler)
         inputs_of = store.InputDigests(space, fixed=extra or None)
         if arch is not None:
+            from ..hostdata.threads import worker_count
             from ..tune.prebuild import Prebuilder
-            prebuilder = Prebuilder(space, arch)
+            # half the cores build ahead; the other half make the running point's
+            # inputs, references and checks (the first point's is on the critical path)
+            prebuilder = Prebuilder(space, arch, workers=max(1, worker_count() // 2))
         progress = _Progress(objective, args)
         search = Search(space, study, args.strategy, evaluator, objective,
                         Budget(args.max_evals, args.time_limit), inputs_of, args.seed,

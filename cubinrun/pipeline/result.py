@@ -26,6 +26,7 @@ class RunOptions:
     max_noise: float | None = None      # stop sampling once the median is this steady
     min_samples: int | None = None      # None: timing.MIN_SAMPLES
     energy: bool = False                # joules per launch from NVML (gpu/energy.py)
+    check: bool = True                  # False: outputs neither checked nor saved (re-timing)
 
 
 @dataclass

@@ -132,7 +132,7 @@ def run_spec(path: str | Path, overrides: Mapping[str, str], options: RunOptions
         plan = plan_spec(path, overrides, devices.values)
         began = time.perf_counter()
         inputs = Inputs(make_inputs(plan), time.perf_counter() - began)
-        checkers = checkers_ahead(plan.spec, inputs.values)
+        checkers = checkers_ahead(plan.spec, inputs.values) if options.check else None
         early = None if devices.is_open() or needs_device_target(plan.spec) else prepare(plan)
         session = devices.open_session()
         ready = make_ready(plan, session, inputs, early, checkers, guard=options.guard,
@@ -226,7 +226,8 @@ class _Run:
             self.guarded(self.ready.launch, stream)
             driver.stream_synchronize(stream, context=f"after kernel {kernel.name!r}")
         result.stages["launch"] = time.perf_counter() - began
-        self.check_and_save(self.ready.memory, result)
+        if self.options.check:
+            self.check_and_save(self.ready.memory, result)
         if plan.ctas > 0:
             self.debug_checks(result, stream)
         if self.options.bench and plan.ctas > 0:

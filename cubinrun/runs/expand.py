@@ -33,6 +33,7 @@ class RunTask:
     error: CubinrunError | None = None          # found while expanding: the run's outcome
     skipped: str | None = None                  # the constraint the point fails: not run
     invalid_skip: bool = False                  # `sweep_invalid: skip`
+    timing_only: bool = False                   # re-timed (a tune's last step): checked before
 
     @property
     def label(self) -> str:

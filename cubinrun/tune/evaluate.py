@@ -133,13 +133,16 @@ class RunEvaluator:
         if callable(self._executor):
             self._executor = self._executor()
 
-    def evaluate(self, points: Sequence[Point]) -> list[Evaluation]:
+    def evaluate(self, points: Sequence[Point], timing_only: bool = False) -> list[Evaluation]:
+        """Each point's checked, timed run; `timing_only`: timed, not checked (the
+        re-timing of points the search checked)."""
         from ..runs.expand import RunTask
         pow2 = tuple(a.name for a in self.space.axes if a.pow2)
         tasks = []
         for point in points:
             tasks.append(RunTask(self.count, self.space.spec, dict(point),
-                                 self.space.overrides_of(point), pow2))
+                                 self.space.overrides_of(point), pow2,
+                                 timing_only=timing_only))
             self.count += 1
         records = list(self.executor.run(tasks))
         return [from_result(task.point, record.to_json(), self.objective)
@@ -179,7 +182,7 @@ class ReplayEvaluator:
             raise UsageError(f"{self.path}: holds none of the {len(space.valid)} points of "
                              f"{space.spec}'s space (axes {', '.join(a.name for a in space.axes)})")
 
-    def evaluate(self, points: Sequence[Point]) -> list[Evaluation]:
+    def evaluate(self, points: Sequence[Point], timing_only: bool = False) -> list[Evaluation]:
         from .space import key
         out = []
         for point in points:

@@ -1,7 +1,8 @@
 """The last step of a tune: the top K configurations timed again, interleaved
 (round robin over several rounds: 1, 2, ..., K, 1, 2, ...), so the winner is
 not a lucky sample and a drift of the GPU's clock or temperature touches
-every candidate alike. Each candidate's score is the median of its rounds;
+every candidate alike. The search checked each of them with the same binary
+and inputs, so these runs only time. Each candidate's score is the median of its rounds;
 its spread says how much its rounds disagreed.
 
 A re-timing is stored with the study, keyed by the candidates, so a resumed
@@ -57,7 +58,8 @@ def retime(best: list[Evaluation], evaluator, objective: Objective,
     width = max(1, evaluator.width)
     for start in range(0, len(order), width):
         chunk = order[start:start + width]
-        for candidate, evaluation in zip(chunk, evaluator.evaluate([c.point for c in chunk])):
+        timed = evaluator.evaluate([c.point for c in chunk], timing_only=True)
+        for candidate, evaluation in zip(chunk, timed):
             if evaluation.ok:
                 candidate.values.append(evaluation.value)
             else:

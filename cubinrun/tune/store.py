@@ -35,6 +35,16 @@ def default_url(spec: str) -> str:
     return "sqlite:///" + str(path.resolve())
 
 
+def is_new(url: str) -> bool:
+    """Whether the storage surely holds no study yet: an SQLite file that does
+    not exist (any other database may hold one)."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or "?" in url:
+        return False
+    database = url[len(prefix):]
+    return database not in ("", ":memory:") and not Path(database).exists()
+
+
 def shown_url(url: str) -> str:
     """The URL without its password, for reports."""
     try:
