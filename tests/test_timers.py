@@ -338,3 +338,24 @@ def test_the_report_says_how_the_samples_were_taken(device, fake_libcuda, capsys
     out = capsys.readouterr().out
     assert re.search(r"L2 cold, event pair offset 2.00 us subtracted, stopped at 0.00% noise, "
                      r"\d+ throttled samples dropped", out), out
+
+
+def test_a_bimodal_kernels_median_is_not_called_steady_by_the_mad_alone():
+    """Half the samples at one clock step, half at the next: the MAD says the
+    median is steady, but it jumps between the two modes; the bootstrap sees it."""
+    bimodal = [2.00, 2.10] * 200
+    assert noise.median_noise(bimodal) < 0.005
+    assert noise.bootstrap_noise(bimodal) > 0.01
+    assert not noise.Rule(0.005, 10).met(bimodal)
+    steady = [2.0 + 0.01 * ((7 * i) % 11 - 5) / 5 for i in range(400)]
+    assert noise.Rule(0.005, 10).met(steady)
+
+
+def test_a_refused_bootstrap_waits_for_half_as_many_samples_again(monkeypatch):
+    asked = []
+    monkeypatch.setattr(noise, "bootstrap_noise", lambda s: asked.append(len(s)) or 1.0)
+    rule = noise.Rule(0.005, 10)
+    steady = [2.0] * 1000
+    for n in range(100, 1001, 50):
+        assert not rule.met(steady[:n])
+    assert asked == [100, 150, 250, 400, 600, 900]

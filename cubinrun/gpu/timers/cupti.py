@@ -106,10 +106,11 @@ def measure(launch: Callable[[int], None], stream: int, kernels: TimingKernels,
     with KernelRecords() as records:
         enough = None
         if options.max_noise is not None:
+            rule = noise.Rule(options.max_noise, options.min_samples)
+
             def enough(pairs: list[float]) -> bool:
-                records.flush()
-                return noise.enough(records.durations_us(), options.max_noise,
-                                    options.min_samples)
+                records.flush()         # the finished batches' records
+                return rule.met(records.durations_us())
         got = sample(stream, kernels, launch, count, batch_size(count, options), before=flush,
                      progress=progress, clocks=True, enough=enough)
     durations = records.durations_us()

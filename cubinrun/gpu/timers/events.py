@@ -21,9 +21,10 @@ def measure(launch: Callable[[int], None], stream: int, kernels: TimingKernels,
     count = sample_count(options.rep_ms, per_sample, options.min_samples)
     enough = None
     if options.max_noise is not None:
+        rule = noise.Rule(options.max_noise, options.min_samples)
+
         def enough(pairs: list[float]) -> bool:
-            return noise.enough(corrected(pairs, offset or 0.0)[0], options.max_noise,
-                                options.min_samples)
+            return rule.met(corrected(pairs, offset or 0.0)[0])
     got = sample(stream, kernels, launch, count, batch_size(count, options), before=flush,
                  progress=progress, clocks=True, enough=enough)
     return finish(got, offset, "events")

@@ -83,8 +83,10 @@ def measure(launch: Callable[[int], None], stream: int, kernels: TimingKernels,
                                     for p in pairs]
         enough = None
         if options.max_noise is not None:
+            rule = noise.Rule(options.max_noise, options.min_samples)
+
             def enough(pairs: list[float]) -> bool:
-                return noise.enough(per_launch(pairs), options.max_noise, options.min_samples)
+                return rule.met(per_launch(pairs))
         got = sample(stream, kernels, captured.replay, count, batch_size(count, options),
                      progress=progress, clocks=True, enough=enough)
     finally:
