@@ -484,3 +484,34 @@ def test_runs_of_one_session_share_the_pinned_staging_slots(device):
     finally:
         runner.close()
     assert device.calls.count("cuMemFreeHost") == 8
+
+
+def test_one_runs_checkers_are_made_at_a_time(monkeypatch):
+    """A run that failed before its check leaves its reference being made; the
+    next run's waits for it instead of making a second one beside it."""
+    import threading
+    from cubinrun.gpu import outputs
+    from cubinrun.hostdata.threads import on_thread
+    inside, most = [0], [0]
+    release = threading.Event()
+
+    class Slow:
+        def __init__(self, *args, **kwargs):
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+            release.wait(5)
+            inside[0] -= 1
+
+    class Spec:
+        checks = [type("Check", (), {"output": "out", "region": None, "line": 1})()]
+        buffers = {"out": type("Buffer", (), {"shape": (4,), "dtype": None})()}
+        globals, path = {}, "s.yaml"
+
+        def expression_env(self):
+            return {}
+    monkeypatch.setattr("cubinrun.hostdata.check.Checker", Slow)
+    first = on_thread(outputs.make_checkers, Spec(), {})
+    second = on_thread(outputs.make_checkers, Spec(), {})
+    time.sleep(0.2)
+    release.set()
+    assert len(first.result(5)) == len(second.result(5)) == 1 and most[0] == 1

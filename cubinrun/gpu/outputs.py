@@ -12,6 +12,7 @@ CUBINRUN_CHECK_MEMORY (check.check_reference).
 """
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -24,6 +25,14 @@ class Outputs:
     seconds: dict[str, float] = field(default_factory=dict)   # "download", "check"
 
 
+# One run's checkers are made at a time in a process: a run that failed before
+# its check leaves its reference being made (nobody waits for it), and the next
+# run's waits here rather than making a second one beside it, so the host never
+# holds more than one reference in the making (and the next run then often
+# finds it in the reference cache).
+_making = threading.Lock()
+
+
 def make_checkers(spec, inputs: dict) -> list:
     """A check.Checker per check of the spec, reading `inputs` (InputValues by
     name); a check against a whole-array reference (a matmul's) makes it now."""
@@ -32,13 +41,15 @@ def make_checkers(spec, inputs: dict) -> list:
     env = spec.expression_env()
     outputs = {**spec.buffers, **spec.globals}
     checkers = []
-    for check in spec.checks:
-        target = outputs[check.output]
-        try:
-            checkers.append(Checker(check, target.shape, target.dtype, inputs, env,
-                                    scope=str(spec.path)))
-        except SpecError as exc:            # a region's field path holds brackets: its line
-            raise exc.located(line=check.line if check.region is not None else None) from None
+    with _making:
+        for check in spec.checks:
+            target = outputs[check.output]
+            try:
+                checkers.append(Checker(check, target.shape, target.dtype, inputs, env,
+                                        scope=str(spec.path)))
+            except SpecError as exc:        # a region's field path holds brackets: its line
+                raise exc.located(line=check.line if check.region is not None else None) \
+                    from None
     return checkers
 
 
