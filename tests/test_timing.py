@@ -148,3 +148,20 @@ def test_the_helper_signatures_build_as_launchers():
     from cubinrun.gpu import timing
     launchers = timing._build_helpers()
     assert [tuple(m.SIGNATURE) for m in launchers] == [tuple(s) for s in timing.HELPER_SIGNATURES]
+
+
+def test_settling_waits_for_the_helper_builds_started_ahead(monkeypatch):
+    import threading
+    from cubinrun.gpu import timing
+    release, finished = threading.Event(), []
+
+    def slow_build():
+        release.wait(5)
+        finished.append(1)
+        return []
+    monkeypatch.setattr(timing, "_helpers_ahead", None)
+    monkeypatch.setattr(timing, "_build_helpers", slow_build)
+    timing.build_helpers_ahead()
+    threading.Timer(0.1, release.set).start()
+    timing.settle_helpers()
+    assert finished == [1]

@@ -118,6 +118,14 @@ def build_helpers_ahead() -> None:
         pool.shutdown(wait=False)
 
 
+def settle_helpers() -> None:
+    """Wait for the builds started ahead, if any (a runner that closes leaves no
+    build writing to the launcher cache behind it)."""
+    if _helpers_ahead is not None:
+        from concurrent.futures import wait
+        wait([_helpers_ahead])
+
+
 def helper_launchers() -> list:
     if _helpers_ahead is not None:
         try:

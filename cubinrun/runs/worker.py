@@ -150,6 +150,9 @@ class Runner:
     def close(self) -> None:
         if self.opening is not None:
             self.opening.settle()               # never exit with the driver mid-initialisation
+        if self.options.bench:
+            from ..gpu.timing import settle_helpers
+            settle_helpers()
         if self.session is not None:
             self.session.close()
             self.session = None
