@@ -77,6 +77,17 @@ def _add_everywhere_options(command: click.Command) -> None:
 cli.params.extend(everywhere_options())
 
 
+def _click_message(error: click.ClickException) -> str:
+    """Click's own check of an argument (a range, a type, an option it does not
+    know) as the one line every other error is, naming the command's help
+    rather than printing its usage block."""
+    message = error.format_message()
+    context = getattr(error, "ctx", None)
+    if isinstance(error, click.UsageError) and context is not None:
+        message += f" (see {context.command_path} --help)"
+    return message
+
+
 def _print_error(error: CubinrunError) -> None:
     if isinstance(error, BuildError) and error.log:
         sys.stderr.write(error.log.rstrip() + "\n")
@@ -110,8 +121,11 @@ def _dispatch(argv: list[str] | None) -> int:
         return error.exit_code
     except click.exceptions.Exit as done:
         return done.exit_code
-    except click.ClickException as error:
+    except click.exceptions.NoArgsIsHelpError as error:      # a bare group: its help
         error.show()
+        return error.exit_code
+    except click.ClickException as error:
+        sys.stderr.write(one_line(f"error: {_click_message(error)}") + "\n")
         return error.exit_code if error.exit_code else EXIT_USAGE
     except click.exceptions.Abort:
         sys.stderr.write("aborted\n")
