@@ -614,3 +614,29 @@ def test_fuzz_outputs(tmp_path):
             if outcome.code == 0:
                 assert Path(target).is_file() and not Path(target).is_symlink()
     fuzz("outputs", inner)
+
+
+TUNE_FLAGS = ["--min-samples", "--warmup", "--rep", "--max-evals", "--time-limit", "--top-k",
+              "--rounds", "--seed", "--objective", "--strategy"]
+
+
+def test_fuzz_tune_flags(tmp_path):
+    """tune's flags with hostile values, on a replayed landscape: exit 0 or 2,
+    one line, never a traceback or a hang."""
+    pytest.importorskip("optuna", reason="cubinrun tune needs the tune extra (Optuna)")
+    import tunelandscape
+    spec, results = tunelandscape.write(tmp_path, "smooth")
+    values = st.one_of(st.integers(-2 ** 70, 2 ** 70).map(str),
+                       st.sampled_from(["0", "-1", "1e400", "nan", "inf", "-inf", "1e-300",
+                                        "10001", "", "3%", "x", "1_0", " 5", "0x10"]),
+                       st.text(max_size=12))
+
+    @examples(25)
+    @given(st.sampled_from(TUNE_FLAGS), values)
+    def inner(flag, value):
+        counts["tune flags"] += 1
+        with tempfile.TemporaryDirectory() as tmp:
+            run_cli("tune", str(spec), "--replay", str(results), "--strategy", "random",
+                    "--max-evals", "3", "--storage", f"sqlite:///{tmp}/s.sqlite",
+                    flag, value, codes=(0, 2))
+    fuzz("tune flags", inner)

@@ -177,6 +177,19 @@ def test_usage_errors_are_one_line(smooth, tmp_path, capsys):
     assert code == 2 and err.startswith("error: --storage nosuchdb://x")
 
 
+def test_a_time_limit_too_short_for_anything_still_runs_the_first_batch(smooth, capsys):
+    spec, results = smooth
+    code, doc, _ = tune_json(capsys, spec, "--replay", results, "--strategy", "brute",
+                             "--time-limit", "1e-300")
+    assert code == 0 and doc["measured"] == 1 and doc["best"] is not None
+
+
+def test_a_time_limit_of_nan_is_refused_in_one_line(smooth, capsys):
+    spec, results = smooth
+    code, _, err = run_cli(capsys, "tune", spec, "--replay", results, "--time-limit", "nan")
+    assert code == 2 and err == "error: --time-limit nan: expected a number of seconds above 0\n"
+
+
 def test_a_replay_of_another_space_is_refused(smooth, tmp_path, capsys):
     spec, _ = smooth
     _, other = tunelandscape.write(tmp_path, "reduction")

@@ -4,6 +4,7 @@ reads the options, picks who evaluates (the GPU workers, Ray, a replayed
 results file) and prints or writes what the tune found."""
 from __future__ import annotations
 
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -67,7 +68,8 @@ class _TuneCommand(click.Command):
 @click.option("--max-evals", type=click.IntRange(1), default=None, metavar="N",
               help="Stop once N configurations are known (measured now or before).")
 @click.option("--time-limit", type=click.FloatRange(0, min_open=True), default=None,
-              metavar="S", help="Stop starting evaluations after S seconds.")
+              metavar="S", help="Stop starting evaluations after S seconds "
+              "(the first batch always runs).")
 @click.option("--objective", type=click.Choice(["time", "energy", "gbps", "tflops"]),
               default="time", show_default=True, help="What to optimise.")
 @click.option("--storage", metavar="URL", help="Where every evaluation is kept: an SQLAlchemy "
@@ -143,6 +145,8 @@ def _check(args: TuneArgs) -> None:
         check_output(args.plot, True, "--plot")
     if args.output:
         check_output(args.output, args.force)      # before any GPU work, not after
+    if args.time_limit is not None and math.isnan(args.time_limit):    # passes click's range
+        raise UsageError("--time-limit nan: expected a number of seconds above 0")
     from ..specfile.model import budget_problem
     for name, value in (("warmup", args.warmup), ("rep", args.rep)):
         if value is not None and (problem := budget_problem(value)):

@@ -12,7 +12,8 @@ study, until the budget is spent or every valid point is known.
   process is measuring now is left to it.
 - `--max-evals` counts configurations known in the study (measured now or
   before), so a resumed tune with the same budget measures nothing; the time
-  limit counts this process's wall time.
+  limit counts this process's wall time and stops further evaluations (the
+  first batch always runs).
 - The next batch is asked before the current one runs, and its builds start
   on the CPU cores (prebuild.py) while the GPU times the current batch. The
   first batch does not wait for the pool: a worker builds its point itself
@@ -138,8 +139,11 @@ class Search:
             self.prebuilder.submit(upcoming)
 
     def _room(self, planned: int) -> bool:
-        """Whether the budget allows more than `planned` configurations beyond the known."""
-        if not self.budget.time_left():
+        """Whether the budget allows more than `planned` configurations beyond the
+        known. The time limit stops further evaluations: the first batch runs
+        however short it is, so a tune never ends having measured nothing."""
+        started = planned or self.evaluations
+        if started and not self.budget.time_left():
             return False
         if self.budget.max_evals is None:
             return True
