@@ -71,9 +71,9 @@ def test_noise_shrinks_as_samples_grow_and_the_rule_needs_both_conditions():
     pattern = [9.0, 10.0, 11.0, 10.0]
     few, many = pattern * 3, pattern * 300
     assert noise.median_noise(many) < noise.median_noise(few)
-    assert not noise.enough(few, 0.005, min_samples=10)              # too noisy
-    assert noise.enough(many, 0.005, min_samples=10)
-    assert not noise.enough(many[:20], 1.0, min_samples=50)          # too few
+    assert not noise.Rule(0.005, min_samples=10).met(few)            # too noisy
+    assert noise.Rule(0.005, min_samples=10).met(many)
+    assert not noise.Rule(1.0, min_samples=50).met(many[:20])        # too few
     assert noise.median_noise([5.0]) == math.inf
     assert noise.median_noise([0.0, 0.0]) == math.inf
 

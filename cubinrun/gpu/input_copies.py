@@ -35,7 +35,6 @@ def copy_key(position: int, values: InputValues) -> Hashable | None:
 class InputCopies:
     def __init__(self) -> None:
         self._copies: dict[Hashable, tuple[int, int]] = {}     # key -> (pointer, bytes)
-        self.hits = 0
 
     def keep_only(self, keys: set) -> None:
         """Free every copy whose key is not in `keys` (the run about to allocate)."""
@@ -48,7 +47,6 @@ class InputCopies:
         if kept is None or kept[1] != nbytes:
             return False
         driver.copy_on_device_async(pointer, kept[0], nbytes, stream)
-        self.hits += 1
         return True
 
     def keep(self, key: Hashable | None, source: int, nbytes: int, stream: int) -> None:

@@ -112,10 +112,8 @@ def build_helpers_ahead() -> None:
     while CUDA opens); `helper_launchers` then waits for them."""
     global _helpers_ahead
     if _helpers_ahead is None:
-        from concurrent.futures import ThreadPoolExecutor
-        pool = ThreadPoolExecutor(1, thread_name_prefix="cubinrun-helper-launchers")
-        _helpers_ahead = pool.submit(_build_helpers)
-        pool.shutdown(wait=False)
+        from ..hostdata.threads import on_thread
+        _helpers_ahead = on_thread(_build_helpers, name="cubinrun-helper-launchers")
 
 
 def settle_helpers() -> None:

@@ -37,7 +37,9 @@ def default_url(spec: str) -> str:
 
 def is_new(url: str) -> bool:
     """Whether the storage surely holds no study yet: an SQLite file that does
-    not exist (any other database may hold one)."""
+    not exist (any other database may hold one). Read by hand, not by
+    sqlalchemy's make_url: it is asked before the workers start, and importing
+    sqlalchemy then would hold them up; a URL it does not read says "not new"."""
     prefix = "sqlite:///"
     if not url.startswith(prefix) or "?" in url:
         return False

@@ -77,8 +77,3 @@ class Rule:
             return True
         self._bootstrap_from = math.ceil(GROWTH * len(samples))
         return False
-
-
-def enough(samples: Sequence[float], max_noise: float, min_samples: int) -> bool:
-    """A fresh Rule's answer (for one look at a set of samples)."""
-    return Rule(max_noise, min_samples).met(samples)
