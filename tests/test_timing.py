@@ -112,6 +112,51 @@ def test_a_long_launchs_sample_cost_is_its_estimate_and_the_flush_measured_once(
     assert clock.launches == 0 and kernels.flushes == 1
 
 
+class _RampingGpu(_Clock):
+    """Events that cost `pair_us` each pair, and empty launches that take three
+    times as long until the GPU has run `ramp` of them (leaving its idle clock)."""
+
+    def __init__(self, per_launch_us: float, pair_us: float, ramp: int):
+        super().__init__(per_launch_us / 1000)
+        self.pair_ms, self.ramp, self.recorded = pair_us / 1000, ramp, 0
+
+    def launch(self, stream: int) -> None:
+        self.launches += 1
+        self.now += self.per_launch_ms * (3 if self.launches <= self.ramp else 1)
+
+    def record_event(self, event: int, stream: int) -> None:
+        self.recorded += 1
+        if self.recorded % 2 == 0:          # the end of a pair: its cost
+            self.now += self.pair_ms
+        self.events[event] = self.now
+
+    def empty(self, stream: int) -> None:
+        self.launch(stream)
+
+    def spin(self, stream: int, nanoseconds: int) -> None:
+        pass
+
+    def probe_clock(self, stream: int, index: int) -> None:
+        pass
+
+    def clear_clocks(self, stream: int) -> None:
+        pass
+
+    def read_clocks(self, count: int) -> list:
+        return [None] * count
+
+
+def test_the_offset_survives_a_gpu_leaving_its_idle_clock_during_calibration(monkeypatch):
+    # 1.4 us empty kernels, 2.0 us per pair; the first 600 launches run at a
+    # third of the speed. Had R = 1's pairs all come first (all slow), its
+    # median would read 6.2 us and the offset ~4.8 us, more than a 3 us kernel.
+    from cubinrun.gpu import timing
+    gpu = _RampingGpu(per_launch_us=1.4, pair_us=2.0, ramp=600)
+    monkeypatch.setattr(timing, "driver", gpu)
+    assert timing.event_offset_us(0, gpu) == pytest.approx(2.0, abs=0.01)
+    assert gpu.launches == timing.CALIBRATION_SAMPLES * sum(timing.CALIBRATION_REPEATS)
+
+
 def test_the_helper_launchers_built_ahead_are_the_ones_used(monkeypatch):
     """A runner starts the timing helpers' launchers while CUDA opens; the timing
     kernels wait for those builds instead of building again."""

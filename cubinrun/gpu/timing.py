@@ -32,6 +32,7 @@ The timers themselves are in gpu/timers/.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 import time
@@ -43,6 +44,9 @@ from . import driver
 from ..limits import MAX_SAMPLES
 
 MIN_SAMPLES = 10
+# nvbench's rule: a sample timed below this fraction of the highest SM clock is
+# the GPU's state, not the kernel's speed (timers/throttle.py)
+THROTTLE_FRACTION = 0.75
 BATCH = 64                       # samples queued behind one spin
 CALIBRATION_REPEATS = (1, 2, 4, 8, 16)   # launches per pair when measuring the offset
 # Pairs per repeat count: with 32 the offset varied by 0.27 us between runs on
@@ -344,15 +348,28 @@ def event_offset_us(stream: int, kernels: TimingKernels) -> float:
     """What an event pair adds to the launch it brackets, measured on an empty kernel.
 
     The pairs are taken as the samples are, a clock probe after each, so that
-    whatever the probe changes in the next pair's cost is in the offset too."""
+    whatever the probe changes in the next pair's cost is in the offset too.
+    The launch counts take turns pair by pair rather than one after another: a
+    GPU still leaving its idle clock slows the first pairs, and had those all
+    been R = 1 the slope would be too low and the offset too high (on the H200
+    once enough to cancel a 3 us kernel's every sample). Pairs taken below 75%
+    of the highest clock are left out, as the samples' are (timers/throttle)."""
+    turns = itertools.cycle(CALIBRATION_REPEATS)
+
+    def empties(s: int) -> None:
+        for _ in range(next(turns)):
+            kernels.empty(s)
+    rounds = len(CALIBRATION_REPEATS)
+    per_batch = rounds * max(1, CALIBRATION_BATCH_LAUNCHES // sum(CALIBRATION_REPEATS))
+    got = sample(stream, kernels, empties, CALIBRATION_SAMPLES * rounds,
+                 per_batch=per_batch, clocks=True)
+    known = [c for c in got.clocks_mhz if c is not None]
+    floor = THROTTLE_FRACTION * max(known) if known else 0.0
     medians = {}
-    for repeats in CALIBRATION_REPEATS:
-        def empties(s: int, repeats: int = repeats) -> None:
-            for _ in range(repeats):
-                kernels.empty(s)
-        samples = sample(stream, kernels, empties, CALIBRATION_SAMPLES,
-                         per_batch=max(1, CALIBRATION_BATCH_LAUNCHES // repeats), clocks=True)
-        medians[repeats] = statistics.median(samples.pairs_us)
+    for turn, repeats in enumerate(CALIBRATION_REPEATS):
+        pairs = [p for p, c in zip(got.pairs_us[turn::rounds], got.clocks_mhz[turn::rounds])
+                 if c is None or c >= floor]
+        medians[repeats] = statistics.median(pairs)
     return offset_from_medians(medians)
 
 

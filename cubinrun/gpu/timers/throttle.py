@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-THROTTLE_FRACTION = 0.75
+from ..timing import THROTTLE_FRACTION
 
 
 def drop_throttled(samples: Sequence[float], clocks: Sequence[float | None],
