@@ -116,13 +116,26 @@ def test_graph_timer_replays_a_captured_graph_per_sample(device, fake_libcuda, c
     code, report, _ = launch(capsys, "--timer", "graph", "--rep", "2")
     timing = report["timing"]
     assert code == 1 and timing["timer"] == "graph" and timing["l2"] == "hot"
-    # a replay of L launches reads 2 + 3L us; less the offset, over L: 3 us
+    # a replay of L launches reads 2 + (3 - 0.9)L us: each node starts while the
+    # one before drains. Less the offset, over L, plus the 0.9 us start-up an
+    # empty kernel shows (3 us a launch in a stream, 2.1 us a node): 3 us
     assert timing["median_us"] == pytest.approx(FakeDevice.KERNEL_US)
+    assert timing["graph_startup_us"] == pytest.approx(FakeDevice.GRAPH_HIDDEN_US)
     assert timing["launches_per_sample"] > 1
     calls = device.calls
-    assert calls.count("cuStreamBeginCapture") == calls.count("cuStreamEndCapture") == 1
+    # two graphs: the empty kernels measuring the start-up, then the kernel's
+    assert calls.count("cuStreamBeginCapture") == calls.count("cuStreamEndCapture") == 2
     assert calls.count("cuGraphLaunch") > timing["samples"]          # + estimate, upload
     assert fake_libcuda.graphs_live == 0 and not fake_libcuda.capturing
+
+
+def test_graph_timer_with_raw_events_reads_the_time_per_node(device, capsys):
+    code, report, _ = launch(capsys, "--timer", "graph", "--rep", "2", "--raw-events")
+    timing = report["timing"]
+    nodes = timing["launches_per_sample"]
+    per_node = FakeDevice.KERNEL_US - FakeDevice.GRAPH_HIDDEN_US
+    assert timing["median_us"] == pytest.approx(per_node + FakeDevice.EVENT_OFFSET_US / nodes)
+    assert timing["graph_startup_us"] is None and timing["event_offset_us"] is None
 
 
 def test_a_launch_failing_during_capture_ends_the_capture(device, fake_libcuda):

@@ -74,6 +74,9 @@ class _Clock:
     def stream_synchronize(self, stream: int, context: str = "") -> None:
         pass
 
+    def event_synchronize(self, event: int, context: str = "") -> None:
+        pass
+
     def destroy_event(self, event: int) -> None:
         pass
 
@@ -153,7 +156,8 @@ def test_the_offset_survives_a_gpu_leaving_its_idle_clock_during_calibration(mon
     from cubinrun.gpu import timing
     gpu = _RampingGpu(per_launch_us=1.4, pair_us=2.0, ramp=600)
     monkeypatch.setattr(timing, "driver", gpu)
-    assert timing.event_offset_us(0, gpu) == pytest.approx(2.0, abs=0.01)
+    offset, empty_us = timing.event_calibration(0, gpu)
+    assert offset == pytest.approx(2.0, abs=0.01) and empty_us == pytest.approx(1.4, abs=0.01)
     assert gpu.launches == timing.CALIBRATION_SAMPLES * sum(timing.CALIBRATION_REPEATS)
 
 

@@ -286,6 +286,8 @@ def test_a_tune_goes_on_past_faults_and_failed_checks(fake_sweep, device, capsys
     status = {(e["point"]["BLOCK"], e["point"]["KID"]): e for e in doc["evaluations"]}
     assert status[(256, 1)]["status"] == "ok" and status[(256, 1)]["checked"]
     assert status[(256, 1)]["timing"]["samples"] == 25      # the budget alone gives 10
+    # where each run's time went, as launch's stages_s, with the timing's own
+    assert {"init", "upload", "launch", "check", "timing"} <= set(status[(256, 1)]["stages_s"])
     assert set(doc["seconds"]) == {"to_first_run", "search", "retime", "close"}
     assert all(s >= 0 for s in doc["seconds"].values())
     assert sum(doc["seconds"].values()) <= doc["wall_s"] + 0.01

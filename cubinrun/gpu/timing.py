@@ -86,6 +86,7 @@ class Timed:
     timer: str = "events"
     stopped: str = "budget"      # "noise": --max-noise was met before the budget ran out
     launches_per_sample: int = 1     # the graph timer's launches per replay
+    graph_startup_us: float | None = None   # the graph timer's: added to each launch (graph.py)
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,8 @@ class TimingKernels:
         self.sink = driver.alloc(4)
         self.clocks = driver.alloc(MAX_SAMPLES * 16)      # {ns, cycles} per sample
         self.event_offset_us: float | None = None
+        self.empty_launch_us: float | None = None   # an empty kernel's time in a stream of them
+        self.graph_startup_us: float | None = None  # graph timer: what a graph hides (graph.py)
         self._flush_ms: float | None = None
         stream = driver.create_stream()
         driver.memset_async(self.flush_buffer, 0, self.flush_bytes, stream)
@@ -268,12 +271,13 @@ def sample(stream: int, kernels: TimingKernels, inside: Callable[[int], None],
 
     `before(stream)`, if given, is queued ahead of each pair (the L2 flush).
     Pairs are queued in batches of `per_batch`, each behind a spin kernel.
-    `clocks`: a clock probe follows each pair. `enough(pairs so far)`: asked
-    once each batch is queued, about the batches before it, which are read
-    while it runs: the GPU never idles between batches, so a run that stops
-    early samples the kernel exactly as one that spends its budget (waiting
-    for each batch first read small kernels 1-5% high on the H200). True
-    stops sampling after the batch just queued.
+    `clocks`: a clock probe follows each pair. Once a batch is queued, the
+    batches before it are read while it runs: the GPU never idles between
+    batches (waiting for each batch first read small kernels 1-5% high on the
+    H200), and the host never runs more than two batches ahead.
+    `enough(pairs so far)` is then asked about them: True stops sampling after
+    the batch just queued, so a run that stops early samples the kernel
+    exactly as one that spends its budget.
     """
     if clocks:
         kernels.clear_clocks(stream)
@@ -299,16 +303,22 @@ def sample(stream: int, kernels: TimingKernels, inside: Callable[[int], None],
                     kernels.probe_clock(stream, index)
             if first == 0:
                 # Size later spins from the first batch, queued behind a generous spin
-                # into an empty queue. Measured once: a later batch may wait for room
-                # in a full launch queue, and feeding that back would grow the spin.
+                # into an empty queue. Measured once: a later one may be slowed by the
+                # host reading its predecessor, and feeding that back would grow the spin.
                 spin_ns = min(MAX_SPIN_NS, max(MIN_SPIN_NS, 2 * (time.perf_counter_ns() - queued_at)))
             if progress:
                 progress(first + len(batch), count)
-            if enough is not None and done and first + len(batch) < count:
+            if done:
+                # Never more than two batches queued: the host waits for the one
+                # before this to end. A host far ahead fills the launch queue and
+                # then feeds it a command at a time, as fast as a 3 us kernel
+                # drains it, and the pairs of those batches time the host too
+                # (on the H200 +0.07-0.09 us, the gap between --max-noise runs,
+                # which stopped before that, and the full budget's).
                 driver.event_synchronize(pairs[done - 1][1], context="timed launches")
                 times.extend(1000.0 * driver.elapsed_ms(start, end)
                              for start, end in pairs[len(times):done])
-                if enough(times):
+                if enough is not None and first + len(batch) < count and enough(times):
                     stopped = True
                     if progress:
                         progress(count, count)      # done: a progress line clears itself
@@ -331,11 +341,16 @@ def offset_from_medians(medians: dict[int, float]) -> float:
     launch reads beyond it. Noise can only make a tiny offset negative: that
     means there is nothing to subtract.
     """
+    return line_from_medians(medians)[0]
+
+
+def line_from_medians(medians: dict[int, float]) -> tuple[float, float]:
+    """(offset, per-launch slope) of offset_from_medians."""
     repeats = sorted(medians)
     if len(repeats) < 2:
         raise ValueError("the offset needs pairs around at least two launch counts")
     slope = least_squares_slope(repeats, [medians[r] for r in repeats])
-    return max(0.0, medians[repeats[0]] - repeats[0] * slope)
+    return max(0.0, medians[repeats[0]] - repeats[0] * slope), slope
 
 
 def least_squares_slope(xs: list[float], ys: list[float]) -> float:
@@ -344,8 +359,8 @@ def least_squares_slope(xs: list[float], ys: list[float]) -> float:
             / sum((x - mean_x) ** 2 for x in xs))
 
 
-def event_offset_us(stream: int, kernels: TimingKernels) -> float:
-    """What an event pair adds to the launch it brackets, measured on an empty kernel.
+def event_calibration(stream: int, kernels: TimingKernels) -> tuple[float, float]:
+    """(the event offset, the empty kernel's per-launch time in a stream), in us.
 
     The pairs are taken as the samples are, a clock probe after each, so that
     whatever the probe changes in the next pair's cost is in the offset too.
@@ -370,7 +385,7 @@ def event_offset_us(stream: int, kernels: TimingKernels) -> float:
         pairs = [p for p, c in zip(got.pairs_us[turn::rounds], got.clocks_mhz[turn::rounds])
                  if c is None or c >= floor]
         medians[repeats] = statistics.median(pairs)
-    return offset_from_medians(medians)
+    return line_from_medians(medians)
 
 
 def sample_cost_ms(inside: Callable[[int], None], stream: int, kernels: TimingKernels,
@@ -403,9 +418,14 @@ def offset_us(stream: int, kernels: TimingKernels, options: TimingOptions) -> fl
     """The event offset to subtract (measured once per TimingKernels), or None for raw pairs."""
     if options.raw_events:
         return None
+    return calibrated(stream, kernels).event_offset_us
+
+
+def calibrated(stream: int, kernels: TimingKernels) -> TimingKernels:
+    """`kernels`, with the event offset and the empty kernel's time measured (once)."""
     if kernels.event_offset_us is None:
-        kernels.event_offset_us = event_offset_us(stream, kernels)
-    return kernels.event_offset_us
+        kernels.event_offset_us, kernels.empty_launch_us = event_calibration(stream, kernels)
+    return kernels
 
 
 def batch_size(count: int, options: TimingOptions) -> int:

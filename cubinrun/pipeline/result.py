@@ -47,6 +47,7 @@ class RunResult:
     timer: str | None = None                         # which timer took the samples
     stopped: str | None = None                       # "noise" (--max-noise met) or "budget"
     launches_per_sample: int = 1                     # the graph timer's launches per replay
+    graph_startup_us: float | None = None            # the graph timer's, added to each launch
     noise: float | None = None                       # the median's relative error (gpu/timers/noise.py)
     energy: Any = None                               # energy.Energy, with --energy
     timing_s: float | None = None                    # wall time of the timing itself
@@ -97,6 +98,7 @@ class RunResult:
                       "noise": self.noise,
                       "stopped": self.stopped,
                       "launches_per_sample": self.launches_per_sample,
+                      "graph_startup_us": self.graph_startup_us,
                       "elapsed_s": self.timing_s}
             if self.samples_us is not None:
                 timing["samples_us"] = self.samples_us

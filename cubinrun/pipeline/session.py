@@ -242,6 +242,7 @@ class _Run:
             result.throttled_samples = timed.throttled
             result.timer, result.stopped = timed.timer, timed.stopped
             result.launches_per_sample = timed.launches_per_sample
+            result.graph_startup_us = timed.graph_startup_us
             result.noise = median_noise(timed.samples_us)
             if self.options.keep_samples:
                 result.samples_us = timed.samples_us

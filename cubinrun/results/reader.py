@@ -43,7 +43,7 @@ _DEVICE_KEPT = ("name", "ordinal", "uuid", "host")
 _TEXT_KEYS = {"spec", "kernel", "status"}
 _OBJECT_KEYS = {"device", "timing", "throughput", "check", "compare", "error", "energy"}
 _TIME_KEYS = {"median_us", "min_us", "max_us", "mean_us", "std_us", "p10_us", "p90_us",
-              "sm_clock_mhz", "event_offset_us", "noise"}
+              "sm_clock_mhz", "event_offset_us", "graph_startup_us", "noise"}
 _ENERGY_KEYS = {"j_per_launch", "watts", "sm_clock_mhz", "window_s", "launch_us"}
 
 

@@ -61,6 +61,7 @@ class Evaluation:
     wall_s: float = 0.0
     origin: str = "measured"        # or "stored": measured before, read from storage
     device: str | None = None
+    stages_s: dict | None = None    # where the run's wall time went: init, upload, ..., timing
 
     @property
     def ok(self) -> bool:
@@ -70,7 +71,7 @@ class Evaluation:
         return {"point": dict(self.point), "status": self.status, "value": self.value,
                 "reason": self.reason, "exit_code": self.exit_code, "timing": self.timing,
                 "checked": self.checked, "wall_s": round(self.wall_s, 4),
-                "origin": self.origin, "device": self.device}
+                "origin": self.origin, "device": self.device, "stages_s": self.stages_s}
 
     @classmethod
     def from_json(cls, document: dict) -> "Evaluation":
@@ -89,7 +90,7 @@ def from_result(point: Point, result: dict, objective: Objective) -> Evaluation:
     code = result.get("exit_code", EXIT_OK)
     error = result.get("error") if isinstance(result.get("error"), dict) else None
     common = dict(timing=summary, wall_s=float(result.get("wall_s") or 0.0), device=device,
-                  checked=check.get("passed") is not None)
+                  checked=check.get("passed") is not None, stages_s=_stages(result))
     if code != EXIT_OK or check.get("passed") is False or error:
         status = result.get("status") or "failed"
         reason = (error or {}).get("message") or _check_reason(check) or status
@@ -103,6 +104,15 @@ def from_result(point: Point, result: dict, objective: Objective) -> Evaluation:
     if value is None:
         return Evaluation(point, "no objective", reason=objective.missing(), **common)
     return Evaluation(point, "ok", value=value, **common)
+
+
+def _stages(result: dict) -> dict | None:
+    """The run's host stages and the timing's wall time, in seconds."""
+    stages = result.get("stages_s") if isinstance(result.get("stages_s"), dict) else {}
+    timing = result.get("timing") if isinstance(result.get("timing"), dict) else {}
+    if timing.get("elapsed_s") is not None:
+        stages = {**stages, "timing": timing["elapsed_s"]}
+    return stages or None
 
 
 def _check_reason(check: dict) -> str | None:

@@ -65,7 +65,9 @@ class FakeDevice:
 
     Its clock: an event pair reads EVENT_OFFSET_US plus KERNEL_US for every
     launch the fake libcuda took between the two records, like a real pair
-    around back-to-back launches (bench/event_offset.py)."""
+    around back-to-back launches (bench/event_offset.py), less GRAPH_HIDDEN_US
+    for each of them replayed from a graph, which starts a kernel while the one
+    before it drains (gpu/timers/graph.py)."""
 
     ATTRIBUTES = {"COMPUTE_CAPABILITY_MAJOR": 9, "COMPUTE_CAPABILITY_MINOR": 0,
                   "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 232448, "MULTIPROCESSOR_COUNT": 132,
@@ -74,6 +76,7 @@ class FakeDevice:
 
     EVENT_OFFSET_US = 2.0
     KERNEL_US = 3.0
+    GRAPH_HIDDEN_US = 0.9
     TOTAL_MEMORY = 141 << 30
 
     CLOCK_FUNCTION = 0xC10C             # cubinrun_clock: the fake libcuda writes its record
@@ -86,7 +89,8 @@ class FakeDevice:
         self.sticky_marker: bytes = b""     # a module whose image holds it faults
         self.poison_at_sync = False
         self.poisoned = False
-        self.recorded: dict[int, int] = {}
+        self.recorded: dict[int, tuple[int, int]] = {}    # event: (launches, graph nodes)
+        self.graph_nodes = 0                # launches replayed from graphs
         self.memory: dict[int, ctypes.Array] = {}
         self.calls: list[str] = []
         self.events = itertools.count(1)
@@ -191,11 +195,14 @@ class FakeDevice:
     def cuStreamSynchronize(self, stream): return None
     def cuEventCreate(self, flags): return next(self.events)
     def cuEventSynchronize(self, event): return None
-    def cuEventRecord(self, event, stream): self.recorded[event] = self.launches()
+    def cuEventRecord(self, event, stream):
+        self.recorded[event] = (self.launches(), self.graph_nodes)
 
     def cuEventElapsedTime(self, start, end):
-        launches = self.recorded[end] - self.recorded[start]
-        return (self.EVENT_OFFSET_US + launches * self.KERNEL_US) / 1000.0
+        launches = self.recorded[end][0] - self.recorded[start][0]
+        nodes = self.recorded[end][1] - self.recorded[start][1]
+        return (self.EVENT_OFFSET_US + launches * self.KERNEL_US
+                - nodes * self.GRAPH_HIDDEN_US) / 1000.0
 
     def cuEventDestroy(self, event): return None
 
@@ -215,7 +222,10 @@ class FakeDevice:
         return self._graph("cuGraphInstantiate", *self.libcuda.instantiate(graph))
 
     def cuGraphLaunch(self, graph_exec, stream):
-        return self._graph("cuGraphLaunch", self.libcuda.launch_graph(graph_exec, stream))
+        before = self.launches()
+        result = self.libcuda.launch_graph(graph_exec, stream)
+        self.graph_nodes += self.launches() - before
+        return self._graph("cuGraphLaunch", result)
 
     def cuGraphExecDestroy(self, graph_exec):
         return self._graph("cuGraphExecDestroy", self.libcuda.destroy("cuGraphExecDestroy",

@@ -7,17 +7,17 @@ from .throttle import drop_throttled
 
 
 def finish(got: Pairs, offset_us: float | None, timer: str, launches: int = 1,
-           values_us: list[float] | None = None) -> Timed:
+           values_us: list[float] | None = None, startup_us: float | None = None) -> Timed:
     """`got`: what the sampler measured; `values_us`: one measurement per sample
     in its place (CUPTI's durations; default the event pairs), each covering
     `launches` launches; `offset_us`: what each measurement adds (None: nothing
-    subtracted)."""
+    subtracted); `startup_us`: what the graph timer adds to each launch."""
     stopped = "noise" if got.stopped_early else "budget"
     values_us = got.pairs_us if values_us is None else values_us
     values, clocks, throttled = drop_throttled(values_us, got.clocks_mhz)
     offset = offset_us or 0.0
     samples, dropped = corrected(values, offset)
     clocks = [c for c, keep in zip(clocks, timed_something(values, offset)) if keep]
-    return Timed([s / launches for s in samples], offset_us,
+    return Timed([s / launches + (startup_us or 0.0) for s in samples], offset_us,
                  clocks, dropped, throttled, timer, stopped,
-                 launches)
+                 launches, startup_us)
