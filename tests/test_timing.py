@@ -161,6 +161,20 @@ def test_the_offset_survives_a_gpu_leaving_its_idle_clock_during_calibration(mon
     assert gpu.launches == timing.CALIBRATION_SAMPLES * sum(timing.CALIBRATION_REPEATS)
 
 
+def test_the_sampler_never_queues_more_than_two_batches(monkeypatch):
+    # a host far ahead of the GPU fills its launch queue, which then times the host
+    from cubinrun.gpu import timing
+    gpu = _RampingGpu(per_launch_us=3.0, pair_us=2.0, ramp=0)
+    monkeypatch.setattr(timing, "driver", gpu)
+    synced: list[tuple[int, int]] = []          # (event waited for, launches queued then)
+    gpu.event_synchronize = lambda event, context="": synced.append((event, gpu.launches))
+    got = timing.sample(0, gpu, gpu.launch, 4 * 64, per_batch=64)
+    assert got.pairs_us == pytest.approx([5.0] * 256)
+    # after batch k is queued (64 k launches), the end of batch k - 1 is waited for
+    ends = [2 * 64 * k for k in (1, 2, 3)]      # two events a pair, numbered from 1
+    assert synced == [(end, 64 * (k + 1)) for k, end in zip((1, 2, 3), ends)]
+
+
 def test_the_helper_launchers_built_ahead_are_the_ones_used(monkeypatch):
     """A runner starts the timing helpers' launchers while CUDA opens; the timing
     kernels wait for those builds instead of building again."""
