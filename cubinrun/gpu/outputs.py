@@ -16,7 +16,6 @@ import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Callable
 
 
 @dataclass
@@ -67,12 +66,9 @@ def checkers_ahead(spec, inputs: list) -> Future | None:
     return on_thread(make_checkers, spec, by_name, name="cubinrun-references")
 
 
-def start_check_and_save(spec, memory, ahead: Future | None = None) -> Callable[[], Outputs]:
-    """Check and save the outputs. `memory`: the launch's buffers.DeviceMemory,
-    after the kernel finished; `ahead`: the checkers from checkers_ahead.
-    Returns once every output is downloaded (and saved): the comparisons go on
-    on the worker threads, and calling what it returns waits for them. A run times its kernel meanwhile (a 4096^2 matmul's check
-    takes ~35 ms on the H200's host, about what its timing does)."""
+def check_and_save(spec, memory, ahead: Future | None = None) -> Outputs:
+    """`memory`: the launch's buffers.DeviceMemory, after the kernel finished;
+    `ahead`: the checkers from checkers_ahead."""
     if ahead is not None:
         checkers = ahead.result()
     else:
@@ -80,7 +76,7 @@ def start_check_and_save(spec, memory, ahead: Future | None = None) -> Callable[
         inputs.update((name, g.values) for name, g in memory.globals.items())
         checkers = make_checkers(spec, inputs)
     began, waited = time.perf_counter(), memory.staging.waits.copies
-    parts: dict[int, list] = {}             # a checker's parts, or the futures making them
+    parts: dict[int, list] = {}
     for buffer in spec.buffers.values():
         mine = [c for c in checkers if c.check.output == buffer.name]
         if any(c.check.region is not None for c in mine):
@@ -98,18 +94,11 @@ def start_check_and_save(spec, memory, ahead: Future | None = None) -> Callable[
         for c in checkers:
             if c.check.output in values:
                 parts[id(c)] = _compare_whole(c, values[c.check.output])
+    done = Outputs([c.result(parts[id(c)]) for c in checkers],
+                   [str(b.save) for b in spec.buffers.values() if b.save])
     download = memory.staging.waits.copies - waited
-    started = time.perf_counter() - began - download
-
-    def finish() -> Outputs:
-        from ..hostdata.threads import gather
-        waiting = time.perf_counter()
-        found = {k: gather(v) if v and isinstance(v[0], Future) else v for k, v in parts.items()}
-        done = Outputs([c.result(found[id(c)]) for c in checkers],
-                       [str(b.save) for b in spec.buffers.values() if b.save])
-        done.seconds = {"download": download, "check": started + time.perf_counter() - waiting}
-        return done
-    return finish
+    done.seconds = {"download": download, "check": time.perf_counter() - began - download}
+    return done
 
 
 def _download_whole(memory, buffer):
@@ -134,7 +123,7 @@ def _download(memory, buffer, checker, into=None) -> list:
     """One output, slot by slot: the parts of its check, in box order; `into`: a
     flat array of the output's size to copy it to."""
     from ..hostdata.check import CHUNK, boxes
-    from ..hostdata.threads import submit
+    from ..hostdata.threads import gather, submit
     from ..hostdata.values import NpyWriter
     staging, host = memory.staging, buffer.dtype.numpy_dtype()
     groups = _group(checker.boxes if checker else boxes(buffer.shape, CHUNK),
@@ -159,7 +148,7 @@ def _download(memory, buffer, checker, into=None) -> list:
         raise
     if writer is not None:
         writer.close()
-    return futures
+    return gather(futures)
 
 
 def _group(boxes: list, capacity: int) -> dict[tuple[int, int], list]:

@@ -205,6 +205,8 @@ class _Run:
 
     def execute(self) -> RunResult:
         from ..gpu.props import peak_bandwidth_gbps, peak_fp32_tflops
+        from ..gpu.stats import Summary
+        from ..gpu.timers.noise import median_noise
         spec, plan, device, kernel = self.spec, self.plan, self.device, self.ready.kernel
         attr = lambda name: driver.device_attribute(device.handle, name)  # noqa: E731
         device_info = {
@@ -224,42 +226,31 @@ class _Run:
             self.guarded(self.ready.launch, stream)
             driver.stream_synchronize(stream, context=f"after kernel {kernel.name!r}")
         result.stages["launch"] = time.perf_counter() - began
-        checking = self.start_check(self.ready.memory) if self.options.check else None
-        if plan.ctas > 0 and (self.options.guard or self.options.repeat > 1):
-            self.finish_check(checking, result)         # the debug checks download again
-            checking = None
+        if self.options.check:
+            self.check_and_save(self.ready.memory, result)
+        if plan.ctas > 0:
             self.debug_checks(result, stream)
         if self.options.bench and plan.ctas > 0:
-            try:
-                self.bench(result, stream)
-            except BaseException:
-                self.settle_check(checking)     # nothing may still read the staging slots
-                raise
-        self.finish_check(checking, result)     # compared while the kernel was timed
+            result.l2 = "hot" if self.options.timer == "graph" else (self.options.l2 or spec.bench.l2)
+            started = time.perf_counter()
+            timed = self.time(self.ready.launch, stream, result.l2)
+            result.timing_s = time.perf_counter() - started
+            result.timing = Summary.from_samples(timed.samples_us)
+            result.event_offset_us = timed.event_offset_us
+            result.dropped_samples = timed.dropped
+            result.sm_clock_mhz = timed.sm_clock_mhz
+            result.throttled_samples = timed.throttled
+            result.timer, result.stopped = timed.timer, timed.stopped
+            result.launches_per_sample = timed.launches_per_sample
+            result.graph_startup_us = timed.graph_startup_us
+            result.noise = median_noise(timed.samples_us)
+            if self.options.keep_samples:
+                result.samples_us = timed.samples_us
         if self.options.energy and plan.ctas > 0:
             from ..gpu.energy import measure_energy
             result.energy = self.guarded(measure_energy, self.ready.launch, stream,
                                          self.device)
         return result
-
-    def bench(self, result: RunResult, stream: int) -> None:
-        from ..gpu.stats import Summary
-        from ..gpu.timers.noise import median_noise
-        result.l2 = "hot" if self.options.timer == "graph" else (self.options.l2 or self.spec.bench.l2)
-        started = time.perf_counter()
-        timed = self.time(self.ready.launch, stream, result.l2)
-        result.timing_s = time.perf_counter() - started
-        result.timing = Summary.from_samples(timed.samples_us)
-        result.event_offset_us = timed.event_offset_us
-        result.dropped_samples = timed.dropped
-        result.sm_clock_mhz = timed.sm_clock_mhz
-        result.throttled_samples = timed.throttled
-        result.timer, result.stopped = timed.timer, timed.stopped
-        result.launches_per_sample = timed.launches_per_sample
-        result.graph_startup_us = timed.graph_startup_us
-        result.noise = median_noise(timed.samples_us)
-        if self.options.keep_samples:
-            result.samples_us = timed.samples_us
 
     def guarded(self, fn, *args):
         """Run `fn`, turning the launcher's CUresult into a CudaError naming the kernel."""
@@ -285,25 +276,9 @@ class _Run:
                 driver.stream_synchronize(stream, context=f"after kernel {self.kernel_name!r}")
             result.debug.append(repeat_and_compare(memory, self.plan, launch, self.options.repeat))
 
-    def start_check(self, memory):
-        """The outputs downloaded and saved, their comparisons under way (gpu/outputs.py)."""
-        from ..gpu.outputs import start_check_and_save
-        return start_check_and_save(self.spec, memory, self.ready.checkers)
-
-    @staticmethod
-    def settle_check(checking) -> None:
-        """Wait for the comparisons of a run that failed while they went on."""
-        if checking is not None:
-            try:
-                checking()
-            except Exception:       # noqa: BLE001 - the run's own error is the one raised
-                pass
-
-    @staticmethod
-    def finish_check(checking, result: RunResult) -> None:
-        if checking is None:
-            return
-        done = checking()
+    def check_and_save(self, memory, result: RunResult) -> None:
+        from ..gpu.outputs import check_and_save
+        done = check_and_save(self.spec, memory, self.ready.checkers)
         result.checks.extend(done.checks)
         result.saved.extend(done.saved)
         result.stages.update(done.seconds)
