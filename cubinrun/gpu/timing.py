@@ -310,11 +310,9 @@ def sample(stream: int, kernels: TimingKernels, inside: Callable[[int], None],
                 progress(first + len(batch), count)
             if done:
                 # Never more than two batches queued: the host waits for the one
-                # before this to end. A host far ahead fills the launch queue and
-                # then feeds it a command at a time, as fast as a 3 us kernel
-                # drains it, and the pairs of those batches time the host too
-                # (on the H200 +0.07-0.09 us, the gap between --max-noise runs,
-                # which stopped before that, and the full budget's).
+                # before this to end. A host far ahead would fill the launch queue
+                # and then feed it a command at a time, and a run that spends its
+                # budget would sample differently from one --max-noise stops early.
                 driver.event_synchronize(pairs[done - 1][1], context="timed launches")
                 times.extend(1000.0 * driver.elapsed_ms(start, end)
                              for start, end in pairs[len(times):done])
