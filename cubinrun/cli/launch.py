@@ -120,7 +120,8 @@ def optional_address(args: list[str]) -> list[str]:
               show_default=True,
               help="events: event pairs, their offset subtracted; cupti: the profiler's "
               "kernel records (needs cubinrun[cupti]); graph: launches replayed from a "
-              "CUDA graph, time per launch (hot L2), for kernels shorter than their launch.")
+              "CUDA graph, time per launch plus the start-up a graph hides (hot L2), for "
+              "kernels shorter than their launch.")
 @click.option("--max-noise", metavar="PCT", help="Stop sampling once the median's relative "
               "noise is below PCT (e.g. 0.5%); the budget (--rep) stays the ceiling.")
 @click.option("--min-samples", type=click.IntRange(1, MAX_SAMPLES), default=None, metavar="N",
