@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import random
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..hostdata.threads import on_thread
 from .evaluate import Evaluation, Objective
 from .space import Point, TuneSpace, key
 from .store import measured_with, read_stored, record
@@ -89,10 +91,15 @@ class Search:
             while pending:
                 current = pending
                 planned = {key(a.point) for a in current}
-                pending = self._next_batch(planned) if self._room(len(planned)) else []
-                if self.prebuilder is not None and pending:
-                    self.prebuilder.submit([a.point for a in pending])
-                results = self._evaluate(current)
+                running = self._evaluate(current)
+                try:
+                    # the next batch is asked while this one runs: Optuna's reads and
+                    # writes (~30 ms a point through SQLite) keep the GPU waiting otherwise
+                    pending = self._next_batch(planned) if self._room(len(planned)) else []
+                    if self.prebuilder is not None and pending:
+                        self.prebuilder.submit([a.point for a in pending])
+                finally:
+                    results = running.result()
                 reached = False
                 for asked, evaluation in zip(current, results):
                     self._tell(asked, evaluation, "measured")
@@ -105,8 +112,9 @@ class Search:
             self._abandon(pending)
         return self.evaluations
 
-    def _evaluate(self, batch: list[_Asked]) -> list[Evaluation]:
-        """The batch's evaluations, in order. The first batch goes to the workers
+    def _evaluate(self, batch: list[_Asked]) -> Future:
+        """The batch's evaluations, in order, being made on a thread (the workers
+        run them; this process waits). The first batch goes to the workers
         at once: each builds its own point while the run's references are made
         (the pool's build of it is then spare). Later ones wait for their builds,
         and a point whose build failed is recorded from the build (its status
@@ -122,8 +130,11 @@ class Search:
         if self.first_run_at is None:
             self.first_run_at = time.perf_counter()
         to_run = [a.point for a in batch if key(a.point) not in failed]
-        ran = iter(self.evaluator.evaluate(to_run) if to_run else [])
-        return [failed.get(key(a.point)) or next(ran) for a in batch]
+
+        def evaluate() -> list[Evaluation]:
+            ran = iter(self.evaluator.evaluate(to_run) if to_run else [])
+            return [failed.get(key(a.point)) or next(ran) for a in batch]
+        return on_thread(evaluate, name="cubinrun-evaluate")
 
     def _build_ahead(self, first: list[_Asked]) -> None:
         """Brute force and random search know their order: every point the budget
