@@ -403,3 +403,13 @@ def test_only_a_missing_sqlite_file_is_surely_a_new_storage(tmp_path):
     assert not is_new(f"sqlite:///{existing}")
     assert not is_new("sqlite:///:memory:") and not is_new("sqlite://")
     assert not is_new("postgresql://tuner@db/tunes")
+
+
+def test_a_tune_without_optuna_says_which_extra_it_needs(smooth, capsys, monkeypatch):
+    # checked before any worker starts; the import itself waits until they have
+    monkeypatch.setitem(sys.modules, "optuna", None)
+    spec, results = smooth
+    code, _, err = tune_json(capsys, spec, "--replay", results, "--strategy", "brute")
+    assert code == 2
+    assert err == "error: cubinrun tune needs Optuna, an optional extra: " \
+                  "pip install 'cubinrun[tune]'\n"

@@ -231,8 +231,8 @@ def _search(space, args: TuneArgs) -> int:
     from ..tune import store
     from ..tune.evaluate import OBJECTIVES
     from ..tune.search import Budget, Search
-    from ..tune.strategies import make_sampler, require_optuna
-    require_optuna()
+    from ..tune.strategies import check_optuna_installed, make_sampler
+    check_optuna_installed()
     objective = OBJECTIVES[args.objective]
     started = time.perf_counter()
     evaluator, gpu, arch, extra = _evaluator(space, args, objective)
@@ -241,8 +241,8 @@ def _search(space, args: TuneArgs) -> int:
         url = args.storage or store.default_url(args.spec)
         if store.is_new(url):
             # nothing is stored yet, so every point will run: the workers start
-            # CUDA now, while Optuna opens the storage (~0.5 s); a resumed tune
-            # may measure nothing and then starts no worker
+            # CUDA now, while this process imports Optuna and opens the storage
+            # (~0.8 s); a resumed tune may measure nothing and then starts no worker
             evaluator.start()
         name = store.study_name(gpu, args.spec, space.overrides, args.axes, extra)
         sampler = make_sampler(args.strategy, args.seed)
