@@ -77,10 +77,17 @@ def noise_stopping(specs: list[Path], out: Path, rounds: int) -> None:
                            "median_us": [t.get("median_us") for t in timings],
                            "samples": [t.get("samples") for t in timings],
                            "stopped": [t.get("stopped") for t in timings],
-                           "throttled": sum(t.get("throttled_samples") or 0 for t in timings)}
+                           "throttled": sum(t.get("throttled_samples") or 0 for t in timings),
+                           # one per command (per device): a whole-command shift of
+                           # the small kernels' medians is compared against it
+                           "event_offset_us": next((t["event_offset_us"] for t in timings
+                                                    if t.get("event_offset_us")), None),
+                           "sm_clock_mhz": [t.get("sm_clock_mhz") for t in timings]}
         report["rounds"].append(entry)
-        print(f"round {round_}: budget {entry['budget']['wall_s']:.2f} s, "
-              f"--max-noise {entry['noise']['wall_s']:.2f} s", flush=True)
+        offsets = {m: entry[m]["event_offset_us"] or 0.0 for m in modes}
+        print(f"round {round_}: budget {entry['budget']['wall_s']:.2f} s (event offset "
+              f"{offsets['budget']:.3f} us), --max-noise {entry['noise']['wall_s']:.2f} s "
+              f"({offsets['noise']:.3f} us)", flush=True)
         (out / "suite_noise.json").write_text(json.dumps(report, indent=2))
 
     def med(mode: str, key: str, i: int):
