@@ -87,14 +87,17 @@ class Search:
         if pending:
             self.evaluator.start()          # workers start CUDA while the first builds run
             self._build_ahead(pending)
+        untold: list[tuple[_Asked, Evaluation]] = []     # measured, not yet told
         try:
             while pending:
                 current = pending
                 planned = {key(a.point) for a in current}
                 running = self._evaluate(current)
                 try:
-                    # the next batch is asked while this one runs: Optuna's reads and
-                    # writes (~30 ms a point through SQLite) keep the GPU waiting otherwise
+                    # While this batch runs, the one before is told and the next one
+                    # asked, in that order as before: Optuna's reads and writes (~30 ms
+                    # a point through SQLite) would keep the GPU waiting otherwise.
+                    self._tell_measured(untold)
                     pending = self._next_batch(planned) if self._room(len(planned)) else []
                     if self.prebuilder is not None and pending:
                         self.prebuilder.submit([a.point for a in pending])
@@ -102,15 +105,23 @@ class Search:
                     results = running.result()
                 reached = False
                 for asked, evaluation in zip(current, results):
-                    self._tell(asked, evaluation, "measured")
+                    untold.append((asked, evaluation))
                     self.evaluations.append(evaluation)
                     self.report(len(self.evaluations), evaluation)
                     reached = reached or self.until(evaluation)
                 if reached or not self.budget.time_left():
                     break
         finally:
+            self._tell_measured(untold)
             self._abandon(pending)
         return self.evaluations
+
+    def _tell_measured(self, untold: list[tuple[_Asked, Evaluation]]) -> None:
+        """Tell the measured evaluations in order, each taken off the list first
+        (an error part way never tells one twice)."""
+        while untold:
+            asked, evaluation = untold.pop(0)
+            self._tell(asked, evaluation, "measured")
 
     def _evaluate(self, batch: list[_Asked]) -> Future:
         """The batch's evaluations, in order, being made on a thread (the workers
