@@ -38,7 +38,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Callable
+from typing import Callable, Sequence
 
 from . import driver
 from ..limits import MAX_SAMPLES
@@ -376,14 +376,21 @@ def event_calibration(stream: int, kernels: TimingKernels) -> tuple[float, float
     per_batch = rounds * max(1, CALIBRATION_BATCH_LAUNCHES // sum(CALIBRATION_REPEATS))
     got = sample(stream, kernels, empties, CALIBRATION_SAMPLES * rounds,
                  per_batch=per_batch, clocks=True)
-    known = [c for c in got.clocks_mhz if c is not None]
-    floor = THROTTLE_FRACTION * max(known) if known else 0.0
+    kept = at_full_clock(got.clocks_mhz)
     medians = {}
     for turn, repeats in enumerate(CALIBRATION_REPEATS):
-        pairs = [p for p, c in zip(got.pairs_us[turn::rounds], got.clocks_mhz[turn::rounds])
-                 if c is None or c >= floor]
+        pairs = [p for p, keep in zip(got.pairs_us[turn::rounds], kept[turn::rounds]) if keep]
         medians[repeats] = statistics.median(pairs)
     return line_from_medians(medians)
+
+
+def at_full_clock(clocks_mhz: Sequence[float | None],
+                  fraction: float = THROTTLE_FRACTION) -> list[bool]:
+    """Per sample, whether it was taken at `fraction` of the highest clock
+    measured or more; a sample without a clock (no probe record) counts as kept."""
+    known = [c for c in clocks_mhz if c is not None]
+    floor = fraction * max(known) if known else 0.0
+    return [c is None or c >= floor for c in clocks_mhz]
 
 
 def sample_cost_ms(inside: Callable[[int], None], stream: int, kernels: TimingKernels,

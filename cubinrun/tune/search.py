@@ -14,8 +14,9 @@ study, until the budget is spent or every valid point is known.
   before), so a resumed tune with the same budget measures nothing; the time
   limit counts this process's wall time and stops further evaluations (the
   first batch always runs).
-- The next batch is asked before the current one runs, and its builds start
-  on the CPU cores (prebuild.py) while the GPU times the current batch. The
+- The next batch is asked (after the one before the current is told) while
+  the current one runs, and its builds start on the CPU cores (prebuild.py)
+  while the GPU times the current batch. The
   first batch does not wait for the pool: a worker builds its point itself
   while the run's references are made. A point whose build failed in the pool
   is recorded from that build, never run.

@@ -32,9 +32,7 @@ def require_optuna():
 def check_optuna_installed() -> None:
     """require_optuna's error, without the import (~0.3 s with SQLAlchemy's), so
     that a tune can start its GPU workers first and import Optuna meanwhile."""
-    from importlib.util import find_spec
-    if find_spec("optuna") is None:
-        raise UsageError(NEEDS_OPTUNA)
+    _require("optuna", NEEDS_OPTUNA)
 
 
 def make_sampler(strategy: str, seed: int | None):

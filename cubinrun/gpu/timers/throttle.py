@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..timing import THROTTLE_FRACTION
+from ..timing import THROTTLE_FRACTION, at_full_clock
 
 
 def drop_throttled(samples: Sequence[float], clocks: Sequence[float | None],
@@ -20,9 +20,6 @@ def drop_throttled(samples: Sequence[float], clocks: Sequence[float | None],
     """(kept samples, their clocks, how many were dropped)."""
     if len(samples) != len(clocks):
         raise ValueError("one clock per sample")
-    known = [c for c in clocks if c is not None]
-    if not known:
-        return list(samples), list(clocks), 0
-    floor = fraction * max(known)
-    kept = [(s, c) for s, c in zip(samples, clocks) if c is None or c >= floor]
+    kept = [(s, c) for s, c, keep in zip(samples, clocks, at_full_clock(clocks, fraction))
+            if keep]
     return [s for s, _ in kept], [c for _, c in kept], len(samples) - len(kept)
