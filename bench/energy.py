@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
 CASES = {"vector add 2^28": (CONFIGS / "vector_add.yaml", {"N": str(2 ** 28)}),
@@ -60,10 +62,10 @@ def in_process(spec: Path, overrides: dict[str, str]) -> dict:
     """The naive windows, the counter's update period and the idle power."""
     from cubinrun.gpu import driver, energy, nvml
     from cubinrun.gpu.timing import estimate_ms
-    from cubinrun.pipeline.prepare import plan_spec
-    from cubinrun.pipeline.session import Session, make_ready
+    from cubinrun.pipeline.session import Session
+    from timing_fidelity import ready_kernel
     device = driver.open_device(0)
-    ready = make_ready(plan_spec(spec, overrides), Session(device))
+    ready = ready_kernel(spec, overrides, Session(device))
     stream = driver.create_stream()
     handle = nvml.device(driver.device_uuid(device.handle))
     try:

@@ -17,6 +17,9 @@ if compgen -G ".whl/*.whl" >/dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target /tmp/site .whl/*.whl || exit
     export PYTHONPATH=$PWD:/tmp/site
+    # bytecode as `pip install` leaves it: the image sets PYTHONDONTWRITEBYTECODE,
+    # so every process would otherwise compile these from source
+    python3 -m compileall -q -j 0 /tmp/site >/dev/null
 else
     export PYTHONPATH=$PWD
 fi
@@ -32,6 +35,7 @@ stage() {   # stage NAME COMMAND...: run it, keep its output, show its end
     echo "== $name: exit $rc after $((SECONDS - start)) s"
 }
 
+python3 -m compileall -q -j 0 cubinrun >/dev/null
 for s in "$@"; do
     case $s in
         tests)    stage tests python3 -m pytest -q -m gpu -p no:cacheprovider tests ;;

@@ -123,16 +123,24 @@ def ncu_median(n: int | None, l2: str, launches: int, spec: Path = SPEC,
     return statistics.median(values) if values else None
 
 
+def ready_kernel(spec_path: Path, overrides: dict[str, str], session):
+    """The spec's kernel loaded in `session`, its buffers filled."""
+    from cubinrun.gpu.buffers import make_inputs
+    from cubinrun.pipeline.prepare import plan_spec
+    from cubinrun.pipeline.session import Inputs, make_ready
+    plan = plan_spec(spec_path, overrides)
+    return make_ready(plan, session, Inputs(make_inputs(plan)))
+
+
 class InProcess:
     """The vector add ready to launch in this process, for the in-process timers."""
 
     def __init__(self, spec_path: Path, n: int | None):
         from cubinrun.gpu import driver
-        from cubinrun.pipeline.prepare import plan_spec
-        from cubinrun.pipeline.session import Session, make_ready
+        from cubinrun.pipeline.session import Session
         self.device = driver.open_device(0)
         overrides = {"N": str(n)} if n is not None else {}
-        self.ready = make_ready(plan_spec(spec_path, overrides), Session(self.device))
+        self.ready = ready_kernel(spec_path, overrides, Session(self.device))
         self.stream = driver.create_stream()
 
     def sampler(self, l2: str, write_flush: bool = False, rep_ms: float = 100.0,
@@ -207,15 +215,14 @@ def nvbench_child(sizes: list[int], json_path: str) -> None:
     import cuda.bench as bench
 
     from cubinrun.gpu import driver
-    from cubinrun.pipeline.prepare import plan_spec
-    from cubinrun.pipeline.session import Session, make_ready
+    from cubinrun.pipeline.session import Session
     session = Session(driver.open_device(0))  # the primary context, which nvbench's runtime shares
     readies = {}
 
     def vector_add(state) -> None:
         n = state.get_int64("N")
         if n not in readies:
-            readies[n] = make_ready(plan_spec(SPEC, {"N": str(n)}), session)
+            readies[n] = ready_kernel(SPEC, {"N": str(n)}, session)
         ready = readies[n]
         state.add_element_count(n)
         state.add_global_memory_reads(8 * n)

@@ -29,10 +29,23 @@ if [[ ! -f $source ]]; then
 fi
 if [[ -d .whl ]]; then      # no package index there: the wheels that were carried
     for package in kernel_tuner optuna sqlalchemy cmaes; do
+        $python -c "import $package" 2>/dev/null && continue    # gpu_all.sh installed it
         $python -m pip install -q --no-index --find-links .whl "$package" 2>/dev/null ||
             echo "note: $package is not in .whl/" >&2
     done
 fi
+# Both tools' Python as `pip install` leaves it, compiled to bytecode: the GPU
+# machine's image sets PYTHONDONTWRITEBYTECODE and .whl/ is installed with
+# --no-compile, so otherwise every process of either tool (cubinrun's worker
+# and build pool too) compiles Optuna, SQLAlchemy and itself from source
+# (2.2 s of the tune's main process under cProfile, bench/profiled.py).
+$python - <<'PY' | xargs $python -m compileall -q -j 0 cubinrun
+import importlib.util
+for name in ("kernel_tuner", "optuna", "sqlalchemy", "alembic", "cmaes", "cupy", "numpy"):
+    spec = importlib.util.find_spec(name)
+    if spec and spec.submodule_search_locations:
+        print(list(spec.submodule_search_locations)[0])
+PY
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$out/tune_gpu.txt"
 
 echo "== Kernel Tuner brute force (two runs)"
