@@ -112,6 +112,14 @@ def noise_stopping(specs: list[Path], out: Path, rounds: int) -> None:
                      f"| {b or 0:8.2f} | {med('noise', 'samples', i) or 0:7.0f} | "
                      + ("n/a" if ratio is None else f"{ratio:.4f}"))
     lines.append(f"largest median difference {100 * worst:.2f}% (goal within 1%)")
+    if len(report["rounds"]) > 1:
+        # the goal's floor: how well the fixed budget agrees with itself from one
+        # process to the next (the first two rounds' fixed-budget commands)
+        first, second = (r["budget"]["median_us"] for r in report["rounds"][:2])
+        apart = [abs(b / a - 1) for a, b in zip(first, second) if a and b]
+        lines.append(f"fixed budget against itself, rounds 0 and 1: largest difference "
+                     f"{100 * max(apart):.2f}%, {sum(d > 0.01 for d in apart)} of {len(apart)} "
+                     "specs beyond 1%")
     text = "\n".join(lines)
     (out / "suite_noise.txt").write_text(text + "\n")
     print("\n" + text)
