@@ -14,7 +14,10 @@ placement. Two H200 runs saw the same kernels move together by up to
 `--in-process` asks the same inside one process instead: the empty kernel's
 raw event-pair median and calibrated offset on several fresh streams, then
 with several fresh copies of the timing kernels' module. A spread like the
-processes' one points at what each process happens to get.
+processes' one points at what each process happens to get. `--placements`:
+kernels whose medians took one of two levels per process, each timed (one
+stream, one event offset) with several sets of buffers alive at once in one
+session, then each in a session of its own (its own module too).
 """
 from __future__ import annotations
 
@@ -98,15 +101,49 @@ def in_process(out: Path, copies: int) -> None:
               + " | slope " + " ".join(f"{r['slope']:.3f}" for r in rows))
 
 
+PLACED = ("triton_softmax.yaml", "triton_layer_norm.yaml", "conv1d_constant.yaml",
+          "triton_tma_copy.yaml", "empty0.yaml", "vector_add.yaml")
+
+
+def by_placement(out: Path, copies: int) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from timing_fidelity import ready_kernel
+    from cubinrun.gpu import driver
+    from cubinrun.gpu.timers import time_kernel
+    from cubinrun.gpu.timing import TimingKernels, TimingOptions
+    from cubinrun.pipeline.session import Session
+    device = driver.open_device(0)
+    stream, kernels = driver.create_stream(), TimingKernels(device)
+    options = TimingOptions(warmup_ms=25, rep_ms=100, l2="cold")
+
+    def median(ready) -> float:
+        return statistics.median(time_kernel(ready.launch, stream, kernels, options).samples_us)
+    report: dict[str, dict[str, list[float]]] = {}
+    for name in PLACED:
+        spec = REPO / "configs" / name
+        shared = Session(device)
+        buffers = [ready_kernel(spec, {}, shared) for _ in range(copies)]   # all alive
+        own = [ready_kernel(spec, {}, Session(device)) for _ in range(copies)]
+        report[name] = {"buffers": [median(r) for r in buffers],
+                        "sessions": [median(r) for r in own]}
+        print(f"{name[:22]:22s} buffers " + " ".join(f"{m:.3f}" for m in report[name]["buffers"])
+              + " | sessions " + " ".join(f"{m:.3f}" for m in report[name]["sessions"]),
+              flush=True)
+    (out / "process_shift_placements.json").write_text(json.dumps(report, indent=2))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--in-process", action="store_true")
+    parser.add_argument("--placements", action="store_true")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.in_process:
         return in_process(args.out, 6)
+    if args.placements:
+        return by_placement(args.out, 6)
     nodes = numa_nodes()
     print(f"GPU {gpu_node()}; nodes: " + ", ".join(f"{n} {len(c)} cpus" for n, c in nodes.items()))
     placements = {"unpinned": None, **nodes}

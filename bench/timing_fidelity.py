@@ -126,9 +126,12 @@ def ncu_median(n: int | None, l2: str, launches: int, spec: Path = SPEC,
 def ready_kernel(spec_path: Path, overrides: dict[str, str], session):
     """The spec's kernel loaded in `session`, its buffers filled."""
     from cubinrun.gpu.buffers import make_inputs
+    from cubinrun.gpu.props import device_values
     from cubinrun.pipeline.prepare import plan_spec
     from cubinrun.pipeline.session import Inputs, make_ready
-    plan = plan_spec(spec_path, overrides)
+    from cubinrun.specfile.device_values import DeviceValues
+    values = DeviceValues(lambda: device_values(session.device), "device 0")
+    plan = plan_spec(spec_path, overrides, values)
     return make_ready(plan, session, Inputs(make_inputs(plan)))
 
 
