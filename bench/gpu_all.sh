@@ -8,7 +8,8 @@
 # .whl/dist/cubinrun-*.whl); ROUNDS=N sets the suite's and scale's rounds (3).
 # Each stage's output goes to OUTDIR/<stage>.txt and its JSON beside it; the
 # last lines of each are printed as it ends. Wheels the machine lacks are
-# installed first from .whl/ (see bench/README.md).
+# installed first from .whl/ (see bench/README.md), and they and cubinrun are
+# compiled to bytecode, as a user's pip install leaves them.
 set -u
 out=${1:?usage: gpu_all.sh OUTDIR STAGE...}
 shift

@@ -16,7 +16,9 @@ Prints two compact tables last and writes OUTDIR/suite.json (kept as it goes).
 With `--noise`, instead: the same specs in one command with `--max-noise 0.5%`
 against the fixed 100 ms budget, rounds alternating which goes first. Goal:
 >= 30% less wall time, every median within 1% of the fixed-budget run's, and
-the throttled samples each mode dropped (expected none). Writes
+the throttled samples each mode dropped (expected none). With two rounds or
+more it also prints how far the first two fixed-budget commands are apart:
+the goal's floor (bench/process_shift.py looks at why). Writes
 OUTDIR/suite_noise.json and the table to OUTDIR/suite_noise.txt.
 """
 from __future__ import annotations
