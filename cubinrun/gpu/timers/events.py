@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..timing import (Timed, TimingKernels, TimingOptions, batch_size, corrected, offset_us,
-                      sample, sample_cost_ms, sample_count, warm_up)
+from ..timing import (Timed, TimingKernels, TimingOptions, batch_size, offset_us, sample,
+                      sample_cost_ms, sample_count, warm_up)
 from . import noise
-from .finish import finish
+from .finish import finish, per_launch_us
 
 
 def measure(launch: Callable[[int], None], stream: int, kernels: TimingKernels,
@@ -24,7 +24,7 @@ def measure(launch: Callable[[int], None], stream: int, kernels: TimingKernels,
         rule = noise.Rule(options.max_noise, options.min_samples)
 
         def enough(pairs: list[float]) -> bool:
-            return rule.met(corrected(pairs, offset or 0.0)[0])
+            return rule.met(per_launch_us(pairs, offset)[0])
     got = sample(stream, kernels, launch, count, batch_size(count, options), before=flush,
                  progress=progress, clocks=True, enough=enough)
     return finish(got, offset, "events")

@@ -15,9 +15,17 @@ def finish(got: Pairs, offset_us: float | None, timer: str, launches: int = 1,
     stopped = "noise" if got.stopped_early else "budget"
     values_us = got.pairs_us if values_us is None else values_us
     values, clocks, throttled = drop_throttled(values_us, got.clocks_mhz)
-    offset = offset_us or 0.0
-    samples, dropped = corrected(values, offset)
-    clocks = [c for c, keep in zip(clocks, timed_something(values, offset)) if keep]
-    return Timed([s / launches + (startup_us or 0.0) for s in samples], offset_us,
-                 clocks, dropped, throttled, timer, stopped,
+    samples, dropped = per_launch_us(values, offset_us, launches, startup_us)
+    clocks = [c for c, keep in zip(clocks, timed_something(values, offset_us or 0.0)) if keep]
+    return Timed(samples, offset_us, clocks, dropped, throttled, timer, stopped,
                  launches, startup_us)
+
+
+def per_launch_us(values_us: list[float], offset_us: float | None, launches: int = 1,
+                  startup_us: float | None = None) -> tuple[list[float], int]:
+    """Each measurement as one launch's time (finish's, and what a timer's
+    --max-noise rule judges): less the offset (timing.corrected drops one no
+    longer than it), over its launches, plus the graph timer's start-up; and
+    how many were dropped."""
+    samples, dropped = corrected(values_us, offset_us or 0.0)
+    return [s / launches + (startup_us or 0.0) for s in samples], dropped

@@ -29,7 +29,7 @@ from ...limits import MAX_GRAPH_LAUNCHES
 from ..timing import (Timed, TimingKernels, TimingOptions, batch_size, calibrated, offset_us,
                       sample, sample_cost_ms, sample_count, warm_up)
 from . import noise
-from .finish import finish
+from .finish import finish, per_launch_us
 
 # GPU time of one replay: long enough that the event pair's offset is under
 # 0.2% of it, short enough that a 100 ms budget holds ~100 replays.
@@ -109,14 +109,12 @@ def measure(launch: Callable[[int], None], stream: int, kernels: TimingKernels,
         captured.replay(stream)         # the first replay uploads the graph
         per_sample = sample_cost_ms(captured.replay, stream, kernels)
         count = sample_count(options.rep_ms, per_sample, options.min_samples)
-        per_launch = lambda pairs: [(p - (offset or 0.0)) / captured.launches  # noqa: E731
-                                    + (startup or 0.0) for p in pairs]
         enough = None
         if options.max_noise is not None:
             rule = noise.Rule(options.max_noise, options.min_samples)
 
             def enough(pairs: list[float]) -> bool:
-                return rule.met(per_launch(pairs))
+                return rule.met(per_launch_us(pairs, offset, captured.launches, startup)[0])
         got = sample(stream, kernels, captured.replay, count, batch_size(count, options),
                      progress=progress, clocks=True, enough=enough)
     finally:
