@@ -29,6 +29,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from suite import child_env  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 SPECS = [REPO / "configs" / name for name in ("empty0.yaml", "scalars.yaml", "vector_add.yaml")]
 
@@ -60,10 +63,9 @@ def gpu_node() -> str:
 
 
 def one(cpus: set[int] | None) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])}
     proc = subprocess.run([sys.executable, "-m", "cubinrun", "launch", "--json", *map(str, SPECS),
-                           "--rep", "100"], capture_output=True, text=True, cwd=REPO, env=env,
+                           "--rep", "100"], capture_output=True, text=True, cwd=REPO,
+                          env=child_env(),
                           preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
                           timeout=300)
     results = json.loads(proc.stdout).get("results", [])
@@ -74,7 +76,6 @@ def one(cpus: set[int] | None) -> dict:
 
 
 def in_process(out: Path, copies: int) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from timing_fidelity import EMPTY, InProcess
     from cubinrun.gpu import driver
     from cubinrun.gpu.timers import time_kernel
@@ -106,7 +107,6 @@ PLACED = ("triton_softmax.yaml", "triton_layer_norm.yaml", "conv1d_constant.yaml
 
 
 def by_placement(out: Path, copies: int) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from timing_fidelity import ready_kernel
     from cubinrun.gpu import driver
     from cubinrun.gpu.timers import time_kernel
