@@ -29,7 +29,7 @@ def run(capsys, *args):
     return done.value.code, out, err
 
 
-def timed(median=10.0, spec="s.yaml", point=None, samples=None, exit_code=0, device="H200"):
+def timed(median=100.0, spec="s.yaml", point=None, samples=None, exit_code=0, device="H200"):
     timing = {"median_us": median, "std_us": 0.01 * median, "samples": 100,
               "p10_us": median, "p90_us": median}
     if samples is not None:
@@ -207,7 +207,7 @@ def test_long_tables_are_plain_columns_with_every_row(capsys, tmp_path):
     from cubinrun.results.table import RICH_TABLE_ROWS
     runs = RICH_TABLE_ROWS + 200
     base = jsonl(tmp_path / "base.jsonl", [timed(point={"N": n}) for n in range(runs)])
-    new = jsonl(tmp_path / "new.jsonl", [timed(20.0 if n == runs - 1 else 10.0, point={"N": n})
+    new = jsonl(tmp_path / "new.jsonl", [timed(200.0 if n == runs - 1 else 100.0, point={"N": n})
                                          for n in range(runs)])
     code, out, _ = run(capsys, "compare", base, new)
     lines = out.splitlines()

@@ -41,17 +41,18 @@ def result(samples, spec="configs/va.yaml", point=None, clock=1980.0, device="NV
             "check": {"passed": True}}
 
 
-def draw(seed, median=10.0, noise=0.01, n=200):
+def draw(seed, median=100.0, noise=0.01, n=200):
+    # 100 us: a kernel long enough that one process a side can be SAME (process_noise.py)
     rng = np.random.default_rng(seed)
     return median * (1 + noise * rng.standard_normal(n)) + rng.exponential(noise * median, n)
 
 
 @needs_scipy
 def test_a_5_percent_slowdown_with_low_noise_is_slower():
-    c = compare_pair(result(draw(1)), result(draw(2, median=10.5)))
+    c = compare_pair(result(draw(1)), result(draw(2, median=105.0)))
     assert c.verdict == "SLOWER" and c.method == "mann-whitney" and c.p_value < 1e-6
     assert c.ratio == pytest.approx(1.05, abs=0.005) and c.low < c.ratio < c.high
-    assert compare_pair(result(draw(2, median=10.5)), result(draw(1))).verdict == "FASTER"
+    assert compare_pair(result(draw(2, median=105.0)), result(draw(1))).verdict == "FASTER"
 
 
 @needs_scipy
@@ -66,20 +67,20 @@ def test_two_draws_of_one_distribution_are_same_in_95_of_100_seeds():
 def test_high_noise_is_ambiguous_and_says_so():
     c = compare_pair(result(draw(3, noise=0.3, n=40)), result(draw(4, noise=0.3, n=40)))
     assert c.verdict == "AMBIGUOUS" and "too noisy" in c.reason
-    c = compare_pair(result(draw(3, noise=0.3, n=40)), result(draw(4, 10.5, noise=0.3, n=40)))
+    c = compare_pair(result(draw(3, noise=0.3, n=40)), result(draw(4, 105.0, noise=0.3, n=40)))
     assert c.verdict == "AMBIGUOUS"
 
 
 def test_without_samples_the_median_intervals_decide():
     base, same, slow = (result(draw(5), keep=False), result(draw(6), keep=False),
-                        result(draw(7, median=10.5), keep=False))
+                        result(draw(7, median=105.0), keep=False))
     assert compare_pair(base, same).verdict == "SAME" and compare_pair(base, same).method == "intervals"
     assert compare_pair(base, slow).verdict == "SLOWER"
 
 
 @needs_scipy
 def test_a_moved_sm_clock_makes_it_ambiguous():
-    c = compare_pair(result(draw(1)), result(draw(2, median=10.5), clock=1700.0))
+    c = compare_pair(result(draw(1)), result(draw(2, median=105.0), clock=1700.0))
     assert c.verdict == "AMBIGUOUS" and "SM clock moved 1980 -> 1700 MHz" in c.reason
     assert compare_pair(result(draw(1)), result(draw(2), clock=1990.0)).verdict == "SAME"
 
@@ -122,7 +123,7 @@ def test_compare_command_exit_5_on_slower_and_json(capsys, tmp_path):
     base = write(tmp_path / "base.json", [result(draw(1), point={"N": 1}),
                                           result(draw(2), point={"N": 2})])
     new = write(tmp_path / "new.jsonl", [result(draw(3), point={"N": 1}),
-                                         result(draw(4, median=11), point={"N": 2})], jsonl=True)
+                                         result(draw(4, median=110.0), point={"N": 2})], jsonl=True)
     code, out, _ = run(capsys, "compare", base, new)
     assert code == EXIT_REGRESSION and "SLOWER" in out and "SAME" in out
     assert out.strip().splitlines()[-1] == "1 SAME, 1 SLOWER; exit 5"

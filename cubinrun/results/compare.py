@@ -13,6 +13,10 @@ interval of that ratio:
   approximation (median ± 1.96 x 1.2533 std / sqrt(n)); the difference is
   significant when the two intervals do not overlap, and the ratio's interval
   is the ratio of their ends.
+- With process medians on both sides (`launch --processes N`): between
+  processes, as process_noise.py says; a side with one process has its
+  interval widened by what two processes differ by, so a shift between
+  processes is never a verdict.
 
 Then, with t the threshold (3% by default):
 - SLOWER: significant and the ratio above 1 + t;
@@ -39,6 +43,8 @@ from pathlib import Path
 
 from ..errors import EXIT_BUILD, EXIT_CHECK_FAILED, EXIT_CUDA, EXIT_USAGE, UsageError
 from ..text import parse_fraction
+from .process_noise import (RECOMMENDED_PROCESSES, between_processes,
+                            one_process_allowance_us, process_medians, shift_floor_us, widened)
 from .reader import point_key
 
 DEFAULT_THRESHOLD = 0.03
@@ -61,8 +67,11 @@ class Comparison:
     ratio: float | None = None           # new median / baseline median
     low: float | None = None             # 95% interval of the ratio
     high: float | None = None
-    p_value: float | None = None         # Mann-Whitney U, with samples
-    method: str | None = None            # "mann-whitney" or "intervals"
+    p_value: float | None = None         # Mann-Whitney U with samples; the bootstrap's between processes
+    method: str | None = None            # "processes", "mann-whitney" or "intervals"
+    processes: list | None = None        # [baseline, new]: how many processes each side's samples came from
+    allowance_us: float | None = None    # what the two sides may differ by between processes
+    spread: list | None = None           # [baseline, new]: each side's process_spread, when gathered
     baseline_us: float | None = None
     new_us: float | None = None
     reason: str = ""
@@ -168,21 +177,62 @@ def compare_pair(base: dict, new: dict, threshold: float = DEFAULT_THRESHOLD) ->
         return out
     out.baseline_us, out.new_us = bt["median_us"], nt["median_us"]
     out.ratio = out.new_us / out.baseline_us
+    out.processes = [bt.get("processes") or 1, nt.get("processes") or 1]
+    out.spread = [bt.get("process_spread"), nt.get("process_spread")]
+    base_medians, new_medians = process_medians(bt), process_medians(nt)
     bs, ns = bt.get("samples_us"), nt.get("samples_us")
-    if bs and ns and len(bs) >= MIN_SAMPLES and len(ns) >= MIN_SAMPLES:
-        significant = _from_samples(bs, ns, out)
+    if base_medians and new_medians:
+        significant = _from_processes(base_medians, new_medians, out)
     else:
-        significant = _from_summaries(bt, nt, out)
+        if bs and ns and len(bs) >= MIN_SAMPLES and len(ns) >= MIN_SAMPLES:
+            significant = _from_samples(bs, ns, out)
+        else:
+            significant = _from_summaries(bt, nt, out)
+        significant = _one_process_each(out, significant)
     out.verdict = decide(out.ratio, out.low, out.high, significant, threshold)
+    if out.verdict != "AMBIGUOUS":
+        out.reason = ""
     clock = clock_change(bt, nt)
     if clock is not None and abs(clock - 1) > threshold:
         out.verdict = "AMBIGUOUS"
         out.reason = (f"the SM clock moved {bt['sm_clock_mhz']:.0f} -> {nt['sm_clock_mhz']:.0f} "
                       f"MHz ({100 * (clock - 1):+.1f}%), beyond the threshold")
-    elif out.verdict == "AMBIGUOUS":
-        out.reason = "too noisy to tell: rerun with a longer --rep" + (
-            "" if out.method == "mann-whitney" else ", or keep --samples for a rank test")
+    elif out.verdict == "AMBIGUOUS" and not out.reason:
+        out.reason = _ambiguous_reason(out)
     return out
+
+
+def _ambiguous_reason(out: Comparison) -> str:
+    if out.method == "processes":
+        return "too noisy to tell between processes: more --processes, or a longer --rep"
+    return ("too noisy to tell with one process a side: record both with --processes "
+            f"{RECOMMENDED_PROCESSES}"
+            + ("" if out.method == "mann-whitney" else ", or keep --samples for a rank test"))
+
+
+def _from_processes(base_medians: list[float], new_medians: list[float],
+                    out: Comparison) -> bool:
+    """Between processes (process_noise.py): the interval at least the machine's floor."""
+    import statistics
+    out.method = "processes"
+    out.baseline_us, out.new_us = statistics.median(base_medians), statistics.median(new_medians)
+    out.ratio, low, high, out.p_value = between_processes(base_medians, new_medians)
+    out.allowance_us = shift_floor_us(out.baseline_us)
+    out.low, out.high = widened(out.ratio, low, high, out.allowance_us / out.baseline_us)
+    return out.low > 1 or out.high < 1
+
+
+def _one_process_each(out: Comparison, significant: bool) -> bool:
+    """A side with one process: the interval widened by what two processes
+    differ by, and a difference within it not significant."""
+    out.allowance_us = one_process_allowance_us(out.baseline_us)
+    out.low, out.high = widened(out.ratio, out.low, out.high, out.allowance_us / out.baseline_us)
+    beyond = out.low > 1 or out.high < 1
+    if significant and not beyond:
+        out.reason = (f"within what two processes differ by (±{out.allowance_us:.2f} us) and "
+                      f"only one process a side: record both sides with --processes "
+                      f"{RECOMMENDED_PROCESSES} for a verdict")
+    return significant and beyond
 
 
 def compare_energy(base: dict, new: dict, out: Comparison, threshold: float) -> None:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import UsageError, shorten
-from ..limits import (MAX_INT_BITS, MAX_RESULT_RECORDS, MAX_RESULT_SAMPLES,
+from ..limits import (MAX_INT_BITS, MAX_PROCESSES, MAX_RESULT_RECORDS, MAX_RESULT_SAMPLES,
                       MAX_RESULT_TEXT_CHARS, MAX_RESULTS_BYTES, MAX_RESULTS_DOCUMENT_BYTES)
 
 # The widest integer a result may hold, in decimal digits (a sign aside).
@@ -43,7 +43,7 @@ _DEVICE_KEPT = ("name", "ordinal", "uuid", "host")
 _TEXT_KEYS = {"spec", "kernel", "status"}
 _OBJECT_KEYS = {"device", "timing", "throughput", "check", "compare", "error", "energy"}
 _TIME_KEYS = {"median_us", "min_us", "max_us", "mean_us", "std_us", "p10_us", "p90_us",
-              "sm_clock_mhz", "event_offset_us", "graph_startup_us", "noise"}
+              "sm_clock_mhz", "event_offset_us", "graph_startup_us", "noise", "process_spread"}
 _ENERGY_KEYS = {"j_per_launch", "watts", "sm_clock_mhz", "window_s", "launch_us"}
 
 
@@ -288,6 +288,14 @@ def _problem(result: dict) -> str | None:
             isinstance(timing["samples"], int) and not isinstance(timing["samples"], bool)
             and timing["samples"] >= 0):
         return "`timing.samples` should be a count"
+    if timing.get("processes") is not None and not (
+            isinstance(timing["processes"], int) and not isinstance(timing["processes"], bool)
+            and 1 <= timing["processes"] <= MAX_PROCESSES):
+        return f"`timing.processes` should be a count from 1 to {MAX_PROCESSES}"
+    medians = timing.get("process_medians_us")
+    if medians is not None and not (isinstance(medians, list) and len(medians) <= MAX_PROCESSES
+                                    and all(_number(v) and v >= 0 for v in medians)):
+        return f"`timing.process_medians_us` should be a list of at most {MAX_PROCESSES} times >= 0"
     samples = timing.get("samples_us")
     if samples is not None and not (isinstance(samples, list) and len(samples) <= MAX_RESULT_SAMPLES
                                     and all(_number(v) and v >= 0 for v in samples)):
