@@ -126,6 +126,9 @@ MAX_BENCH_MS = 3_600_000
 # Timing samples per run (and so --min-samples): the sampler keeps one event
 # pair and one 16-byte clock record per sample.
 MAX_SAMPLES = 10_000
+# launch --processes: fresh processes a run's samples are gathered in, one
+# after another (each opens CUDA, loads the kernel and fills its buffers).
+MAX_PROCESSES = 64
 # The graph timer's launches in one captured graph: a graph is instantiated
 # once per run, and 10^4 nodes instantiate in milliseconds.
 MAX_GRAPH_LAUNCHES = 10_000

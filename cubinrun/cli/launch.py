@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import click
 
-from ..limits import MAX_REPEAT, MAX_SAMPLES
+from ..limits import MAX_PROCESSES, MAX_REPEAT, MAX_SAMPLES
 from .common import (complete_results, complete_specs, console, device_option, json_option,
                      optional_value, set_option)
 from .sanitize import TOOLS, optional_tool
@@ -66,6 +66,7 @@ class LaunchArgs:
     min_samples: int | None = None
     energy: bool = False
     constraints: tuple[str, ...] = ()       # --constraint: expressions over vars
+    processes: int = 1                      # --processes: fresh processes each run is timed in
 
     @property
     def spread(self) -> bool:
@@ -126,6 +127,11 @@ def optional_address(args: list[str]) -> list[str]:
               "noise is below PCT (e.g. 0.5%); the budget (--rep) stays the ceiling.")
 @click.option("--min-samples", type=click.IntRange(1, MAX_SAMPLES), default=None, metavar="N",
               help="Take at least N samples (default 10).")
+@click.option("--processes", type=click.IntRange(1, MAX_PROCESSES), default=1,
+              show_default=True, metavar="N",
+              help="Time each run in N fresh processes, one after another, each with 1/N of "
+              "the budget, and keep each process's median: what a CI gate needs, since a "
+              "small kernel's median moves between processes (compare judges between them).")
 @click.option("--energy", is_flag=True, help="Also measure joules per launch, average watts "
               "and SM clock from NVML's energy counter over ~1 s of back-to-back launches "
               "(needs cubinrun[energy]).")
@@ -178,7 +184,7 @@ def launch(specs, overrides, axes, constraints, device, as_json, dry_run, warmup
            no_bench, raw_events, timer, max_noise, min_samples, energy, arch, props_file,
            fail_fast, jsonl, append, csv_path, markdown, junit, samples,
            plot, baseline, threshold, ignore_device, no_guard, repeat, sanitize, devices,
-           workers_per_gpu, mixed_devices, ray):
+           workers_per_gpu, mixed_devices, ray, processes):
     """Build the launcher, load the kernel, make the args, launch, check, time.
 
     SPEC may be several spec files and folders (their *.yaml); every spec and
@@ -192,7 +198,7 @@ def launch(specs, overrides, axes, constraints, device, as_json, dry_run, warmup
                       guard=not no_guard, repeat=repeat, sanitize=sanitize, devices=devices,
                       workers_per_gpu=workers_per_gpu, mixed_devices=mixed_devices, ray=ray,
                       timer=timer, max_noise=max_noise, min_samples=min_samples, energy=energy,
-                      constraints=constraints)
+                      constraints=constraints, processes=processes)
     try:
         _launch(args)
     except CudaError as error:
@@ -314,6 +320,11 @@ def _check_spread(args: LaunchArgs) -> None:
                          "--devices and --ray do not apply")
     if not args.spread and (args.workers_per_gpu != 1 or args.mixed_devices):
         raise UsageError("--workers-per-gpu and --mixed-devices go with --devices or --ray")
+    if args.processes > 1 and (args.spread or args.sanitize or args.no_bench):
+        flag = ("--devices" if args.devices is not None else "--ray" if args.ray is not None
+                else "--sanitize" if args.sanitize else "--no-bench")
+        raise UsageError(f"--processes {args.processes} times each run in that many processes on "
+                         f"one GPU: {flag} does not go with it")
 
 
 def _executor(tasks, args: LaunchArgs, options):
@@ -321,6 +332,9 @@ def _executor(tasks, args: LaunchArgs, options):
     --devices, or Ray actors."""
     from ..runs.executor import InlineExecutor, ProcessExecutor
     runnable = sum(1 for t in tasks if t.runnable)
+    if args.processes > 1:
+        from ..runs.processes import ProcessesExecutor
+        return ProcessesExecutor(options, args.processes)
     if args.ray is not None:
         from ..runs.ray_backend import RayExecutor
         return RayExecutor(options, args.ray, args.workers_per_gpu, args.mixed_devices,
@@ -358,7 +372,7 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
     from ..runs.outcome import most_severe
     from ..runs.progress import Progress
     single = len(tasks) == 1
-    inline = single and not args.spread        # the run's own objects are at hand
+    inline = single and not args.spread and args.processes == 1    # the run's own objects are at hand
     options = RunOptions(device=args.device, warmup_ms=args.warmup, rep_ms=args.rep, l2=args.l2,
                          bench=not args.no_bench,
                          progress=inline and not args.as_json and args.jsonl != "-",
@@ -449,7 +463,7 @@ def _write_outputs(records, results, exit_code, not_run, wall_s, args: LaunchArg
         render_result(records[0].live, console())
         if records[0].compare:
             _print_comparison(records[0].compare)
-    elif not single or args.spread or records[0].outcome:
+    elif not single or args.spread or args.processes > 1 or records[0].outcome:
         render_summary(results, summary, wide_console())
 
 

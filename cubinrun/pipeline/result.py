@@ -27,6 +27,7 @@ class RunOptions:
     min_samples: int | None = None      # None: timing.MIN_SAMPLES
     energy: bool = False                # joules per launch from NVML (gpu/energy.py)
     check: bool = True                  # False: outputs neither checked nor saved (re-timing)
+    budget_share: float = 1.0           # of the warm-up and timing budgets: 1/N of a run's N processes
 
 
 @dataclass

@@ -287,9 +287,10 @@ class _Run:
         from ..gpu.timers import time_kernel
         from ..gpu.timing import MIN_SAMPLES, TimingOptions
         bench, options = self.spec.bench, self.options
+        warmup_ms = options.warmup_ms if options.warmup_ms is not None else bench.warmup_ms
+        rep_ms = options.rep_ms if options.rep_ms is not None else bench.rep_ms
         timing = TimingOptions(
-            warmup_ms=options.warmup_ms if options.warmup_ms is not None else bench.warmup_ms,
-            rep_ms=options.rep_ms if options.rep_ms is not None else bench.rep_ms,
+            warmup_ms=warmup_ms * options.budget_share, rep_ms=rep_ms * options.budget_share,
             l2=l2, raw_events=options.raw_events, timer=options.timer,
             max_noise=options.max_noise,
             min_samples=options.min_samples if options.min_samples is not None else MIN_SAMPLES)

@@ -67,7 +67,7 @@ class InlineExecutor:
         self.runner.close()
 
 
-class _Worker:
+class WorkerProcess:
     """One worker process and the task it is running."""
 
     def __init__(self, context, placement: Placement, options: RunOptions, setup: str | None):
@@ -154,6 +154,34 @@ def _ended(exitcode: int | None) -> str:
     return f"exited with status {exitcode} mid-run"
 
 
+def forward_sigterm(executor):
+    """SIGTERM to this process alone ends the executor's workers too (they would
+    run on and find no one to answer), then this process as the signal does, so
+    its exit status says SIGTERM (143 in a shell). The previous handler, or
+    None where a handler cannot be set (not the main thread, Windows)."""
+    import signal
+    import threading
+
+    from ..platform import WINDOWS
+    if WINDOWS or threading.current_thread() is not threading.main_thread():
+        return None
+
+    def forward(signum, frame):
+        for worker in executor.workers:
+            if worker is not None:
+                worker.process.terminate()          # SIGTERM, as this process got
+        signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+    previous = signal.signal(signal.SIGTERM, forward)
+    return previous
+
+
+def restore_sigterm(previous) -> None:
+    if previous is not None:
+        import signal
+        signal.signal(signal.SIGTERM, previous)
+
+
 class ProcessExecutor:
     """`placements`: one worker each (devices.placements); by default one worker
     on `options.device`, this process's environment unchanged."""
@@ -169,32 +197,11 @@ class ProcessExecutor:
         from ..cache import trust
         trust.check_all()         # an untrusted cache: one warning here, not one per worker
         # Started now, so Python and CUDA start in the workers while the caller goes on.
-        self.workers: list[_Worker | None] = [self._start(p) for p in self.placements]
-        self._previous_sigterm = self._forward_sigterm()
+        self.workers: list[WorkerProcess | None] = [self._start(p) for p in self.placements]
+        self._previous_sigterm = forward_sigterm(self)
 
-    def _forward_sigterm(self):
-        """SIGTERM to this process alone ends the workers too (they would run on
-        and find no one to answer), then this process as the signal does, so its
-        exit status says SIGTERM (143 in a shell). The previous handler, or
-        None where a handler cannot be set (not the main thread, Windows)."""
-        import signal
-        import threading
-
-        from ..platform import WINDOWS
-        if WINDOWS or threading.current_thread() is not threading.main_thread():
-            return None
-
-        def forward(signum, frame):
-            for worker in self.workers:
-                if worker is not None:
-                    worker.process.terminate()          # SIGTERM, as this process got
-            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
-        previous = signal.signal(signal.SIGTERM, forward)
-        return previous
-
-    def _start(self, placement: Placement) -> _Worker:
-        return _Worker(self.context, placement, self.options, self.setup)
+    def _start(self, placement: Placement) -> WorkerProcess:
+        return WorkerProcess(self.context, placement, self.options, self.setup)
 
     def run(self, tasks: Iterable[RunTask], stop: Stop = _never) -> Iterator[RunRecord]:
         from multiprocessing.connection import wait
@@ -234,10 +241,8 @@ class ProcessExecutor:
                 raise RuntimeError("executor lost a task")    # a bug, never a user's error
 
     def close(self) -> None:
-        if self._previous_sigterm is not None:
-            import signal
-            signal.signal(signal.SIGTERM, self._previous_sigterm)
-            self._previous_sigterm = None
+        restore_sigterm(self._previous_sigterm)
+        self._previous_sigterm = None
         for worker in self.workers:
             if worker is not None:
                 worker.close()
