@@ -51,12 +51,14 @@ def compare(baseline, new, threshold, ignore_device, strict, as_json):
 def _render(comparisons, counts, code, failures: int | None) -> None:
     from rich.text import Text
 
-    from ..results.rows import number, point_text
+    from ..results.rows import number, percent, point_text
     from ..results.table import VERDICT_STYLE, draw
     energy = any(c.energy_ratio is not None for c in comparisons)
+    processes = any(c.processes and max(c.processes) > 1 for c in comparisons)
     columns = [(name, "left" if name in ("spec", "point", "verdict", "energy") else "right")
                for name in ("spec", "point", "baseline µs", "new µs", "ratio", "95% interval",
-                            "p", "verdict", *(("J/launch ratio", "energy") if energy else ()))]
+                            "p", *(("processes", "spread") if processes else ()), "verdict",
+                            *(("J/launch ratio", "energy") if energy else ()))]
     rows = []
     for c in comparisons:
         interval = (f"{c.low:.3f}-{c.high:.3f}" if c.low is not None and c.high is not None
@@ -69,7 +71,11 @@ def _render(comparisons, counts, code, failures: int | None) -> None:
         cells = [Text(c.spec or c.kernel or "?"), Text(point_text(c.point)),
                  number(c.baseline_us), number(c.new_us),
                  "" if c.ratio is None else f"{c.ratio:.3f}", interval,
-                 "" if c.p_value is None else f"{c.p_value:.2g}", verdict]
+                 "" if c.p_value is None else f"{c.p_value:.2g}"]
+        if processes:
+            cells += ["/".join(map(str, c.processes or ())),
+                      " / ".join("-" if s is None else percent(s) for s in c.spread or ())]
+        cells.append(verdict)
         if energy:
             cells += ["" if c.energy_ratio is None else f"{c.energy_ratio:.3f}",
                       c.energy_verdict or ""]

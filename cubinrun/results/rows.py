@@ -70,6 +70,9 @@ def row(result: dict) -> dict[str, Any]:
         "watts": energy.get("watts"),
         "energy_ratio": compare.get("energy_ratio"),
         "throttled_samples": timing.get("throttled_samples"),
+        "processes": timing.get("processes"),
+        "process_spread": timing.get("process_spread"),
+        "too_noisy": timing.get("too_noisy"),
         "error": (result.get("error") or {}).get("message"),
     }
 
@@ -90,3 +93,16 @@ def device_labels(results: list[dict]) -> list[str] | None:
     labels = [(f"{d['host']}:" if len(hosts) > 1 and d.get("host") else "")
               + str(d.get("ordinal", "")) for d in devices]
     return labels if len({(d.get("host"), d.get("uuid")) for d in devices}) > 1 else None
+
+
+def spread_text(flat: dict) -> str:
+    """The between-process spread of a run gathered in several processes:
+    `2.1% of 4`, `12.4% of 4, too noisy` (to judge a 3% change)."""
+    if not flat.get("processes") or flat["processes"] < 2 or flat.get("process_spread") is None:
+        return ""
+    return f"{percent(flat['process_spread'])} of {flat['processes']}" + (
+        ", too noisy" if flat.get("too_noisy") else "")
+
+
+def any_processes(results: list[dict]) -> bool:
+    return any(((r.get("timing") or {}).get("processes") or 1) > 1 for r in results)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .rows import device_labels, number, percent, row
+from .rows import any_processes, device_labels, number, percent, row, spread_text
 from .writers import headline
 
 VERDICT_STYLE = {"SAME": "", "FASTER": "green", "SLOWER": "bold red", "AMBIGUOUS": "yellow"}
@@ -42,6 +42,9 @@ def render_summary(results: list[dict], summary: dict, console) -> None:
     energy = any(r.get("energy") for r in results)
     if energy:
         columns.append(("J/launch", "right"))
+    processes = any_processes(results)
+    if processes:
+        columns.append(("spread", "right"))
     if compared:
         columns.append(("vs baseline", "left"))
     gpus = device_labels(results)
@@ -58,6 +61,8 @@ def render_summary(results: list[dict], summary: dict, console) -> None:
                  percent(flat["peak_fraction"]), flat["check"], Text(status, style)]
         if energy:
             cells.append(number(flat["j_per_launch"], 4))
+        if processes:
+            cells.append(Text(spread_text(flat), "yellow" if flat["too_noisy"] else ""))
         if compared:
             compare = result.get("compare") or {}
             verdict = compare.get("verdict", "")

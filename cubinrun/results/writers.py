@@ -23,12 +23,14 @@ from pathlib import Path
 from typing import TextIO
 
 from ..text import finite
-from .rows import DEBUG_CHECKS, failed_checks, number, percent, point_text, row
+from .rows import (DEBUG_CHECKS, any_processes, failed_checks, number, percent, point_text, row,
+                   spread_text)
 
 CSV_COLUMNS = ("spec", "point", "kernel", "device", "device_ordinal", "device_uuid", "host",
                "exit_code", "status", "check",
                "median_us", "min_us", "max_us", "mean_us", "std_us", "p10_us", "p90_us",
                "samples", "l2", "sm_clock_mhz", "timer", "throttled_samples", "noise",
+               "processes", "process_spread", "too_noisy",
                "gbps", "tflops", "bandwidth_fraction", "fp32_fraction",
                "j_per_launch", "watts", "energy_sm_clock_mhz",
                "verdict", "ratio", "energy_ratio", "error")
@@ -107,7 +109,8 @@ def csv_text(results: list[dict]) -> str:
             "error": flat["error"],
             **{k: timing.get(k) for k in ("median_us", "min_us", "max_us", "mean_us", "std_us",
                                           "p10_us", "p90_us", "samples", "l2", "sm_clock_mhz",
-                                          "timer", "throttled_samples", "noise")},
+                                          "timer", "throttled_samples", "noise", "processes",
+                                          "process_spread", "too_noisy")},
             "j_per_launch": flat["j_per_launch"], "watts": flat["watts"],
             "energy_sm_clock_mhz": (result.get("energy") or {}).get("sm_clock_mhz"),
             "energy_ratio": flat["energy_ratio"],
@@ -124,6 +127,9 @@ def markdown_text(results: list[dict], summary: dict) -> str:
     header = ["spec", "point", "median µs", "throughput", "% of peak", "check", "status"]
     if energy:
         header[5:5] = ["J/launch", "W"]
+    processes = any_processes(results)
+    if processes:
+        header += ["spread"]
     if compared:
         header += ["vs baseline"]
     lines = [f"### cubinrun: {_md(headline(summary))}", "",
@@ -138,6 +144,8 @@ def markdown_text(results: list[dict], summary: dict) -> str:
                  percent(flat["peak_fraction"]), flat["check"], status]
         if energy:
             cells[5:5] = [number(flat["j_per_launch"], 4), number(flat["watts"], 0)]
+        if processes:
+            cells.append(spread_text(flat))
         if compared:
             cells.append(_verdict_text(result.get("compare")))
         lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
