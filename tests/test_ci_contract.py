@@ -108,6 +108,14 @@ def test_one_dry_run_keeps_its_plan_and_writes_files(capsys, tmp_path, bad_spec)
     assert ET.parse(junit).getroot().find("testsuite/testcase/error") is not None
 
 
+def test_a_dry_runs_jsonl_holds_the_plan_whatever_stdout_shows(capsys, tmp_path):
+    jsonl = tmp_path / "r.jsonl"
+    for specs in ((VECTOR_ADD,), (VECTOR_ADD, SCALARS)):
+        for shown in ((), ("--json",)):
+            assert run(capsys, "launch", "--dry-run", *specs, *shown, "--jsonl", jsonl)[0] == 0
+            assert [r["grid"][0] for r in lines(jsonl)] == [1024, 1][:len(specs)], shown
+
+
 def test_a_dry_run_to_jsonl_on_stdout(capsys):
     code, out, _ = run(capsys, "launch", "--dry-run", VECTOR_ADD, SCALARS, "--jsonl", "-")
     assert code == 0 and [json.loads(l)["status"] for l in out.splitlines()] == ["dry-run"] * 2

@@ -173,7 +173,8 @@ def test_nvcc_compiles_a_whole_file_and_caches_it(capsys):
                          "--set", "BLOCK=128")
     assert code == 0, err
     plan = json.loads(out)
-    assert plan["kernel"] == "_Z9scale_addILi128EEvPfPKfS2_fi"
+    assert plan["kernel_mangled"] == "_Z9scale_addILi128EEvPfPKfS2_fi"
+    assert plan["kernel"] == "void scale_add<128>(float*, float const*, float const*, float, int)"
     assert "/nvcc/" in plan["binary"]["origin"]
     code, _, err = run(capsys, "launch", "--dry-run", "--arch", "sm_90", spec, "--set", "BLOCK=64")
     assert code == 2 and "has no kernel 'scale_add<64>'; it has void scale_add<" in err

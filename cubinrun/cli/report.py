@@ -99,7 +99,8 @@ def render_result(result, console) -> None:
     from rich.markup import escape
     from rich.table import Table
     spec, kernel, device = result.spec, result.kernel, result.device
-    console.print(f"[bold]{kernel['name']}[/bold] on {device['name']} ({device['arch']})")
+    name = kernel.get("cxx_name", kernel["name"])      # as C++ writes it
+    console.print(f"[bold]{escape(name)}[/bold] on {device['name']} ({device['arch']})")
     geometry = (f"grid {dims(spec.grid)}  block {dims(spec.block)}  "
                 f"shared {spec.launch.shared} B")
     if kernel.get("cluster"):

@@ -71,7 +71,7 @@ def refuse_duplicates(results: list[Located], path: str | Path) -> None:
     seen: dict[tuple, Located] = {}
     for result in results:
         device = (result.get("device") or {}).get("name")
-        key = (result.get("spec"), result.get("kernel"), point_key(result["point"]), device)
+        key = (result.get("spec"), kernel_key(result), point_key(result["point"]), device)
         first = seen.setdefault(key, result)
         if first is not result:
             run = result.get("spec") or result.get("kernel") or "?"
@@ -82,6 +82,13 @@ def refuse_duplicates(results: list[Located], path: str | Path) -> None:
                 + (f" on {device}" if device else "")
                 + f" is there twice ({first.place} and {result.place}): keep one "
                 "command's results per file (launch writes its files afresh; --append adds)")
+
+
+def kernel_key(result: dict) -> str | None:
+    """The kernel a result ran, as runs are matched by: its symbol. Results name a C++
+    kernel as written (`kernel`) and by symbol (`kernel_mangled`); files written before
+    that hold the symbol in `kernel`."""
+    return result.get("kernel_mangled") or result.get("kernel")
 
 
 def point_key(point: dict) -> str:
