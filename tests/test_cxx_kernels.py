@@ -215,3 +215,16 @@ def test_nvcc_options_cannot_change_the_target_or_output():
     for option in ("-arch=sm_80", "-o", "--gpu-architecture=sm_80", "-gencode", "-ptx"):
         with pytest.raises(UsageError, match="cubinrun chooses nvcc's target"):
             nvcc_command("nvcc", Path("k.cu"), Path("k.cubin"), arch="sm_90", options=[option])
+
+
+def test_results_name_a_cxx_kernel_as_written_and_by_symbol(capsys, tmp_path):
+    import xml.etree.ElementTree as ET
+    junit, jsonl = tmp_path / "j.xml", tmp_path / "r.jsonl"
+    code, _, err = run(capsys, "launch", "--dry-run", "--arch", "sm_90",
+                       CXX_CONFIGS / "axpy_fp64.yaml", "--junit", junit, "--jsonl", jsonl)
+    assert code == 0, err
+    result = json.loads(jsonl.read_text())
+    assert (result["kernel"], result["kernel_mangled"]) == (
+        "axpy(double, double const*, double*, int)", "_Z4axpydPKdPdi")
+    case = ET.parse(junit).getroot().find("testsuite/testcase")
+    assert case.get("name") == "axpy(double, double const*, double*, int)"

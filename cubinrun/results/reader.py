@@ -37,10 +37,11 @@ from ..limits import (MAX_INT_BITS, MAX_RESULT_RECORDS, MAX_RESULT_SAMPLES,
 _MAX_INT_DIGITS = len(str(2 ** MAX_INT_BITS))
 
 # What is kept of each result: the fields its readers use.
-_KEPT = {"spec", "kernel", "point", "exit_code", "status", "error", "device", "timing",
-         "throughput", "check", "pow2", "compare", "energy", "timer", "wall_s", "constraint"}
+_KEPT = {"spec", "kernel", "kernel_mangled", "point", "exit_code", "status", "error", "device",
+         "timing", "throughput", "check", "pow2", "compare", "energy", "timer", "wall_s",
+         "constraint"}
 _DEVICE_KEPT = ("name", "ordinal", "uuid", "host")
-_TEXT_KEYS = {"spec", "kernel", "status"}
+_TEXT_KEYS = {"spec", "kernel", "kernel_mangled", "status"}
 _OBJECT_KEYS = {"device", "timing", "throughput", "check", "compare", "error", "energy"}
 _TIME_KEYS = {"median_us", "min_us", "max_us", "mean_us", "std_us", "p10_us", "p90_us",
               "sm_clock_mhz", "event_offset_us", "graph_startup_us", "noise"}
