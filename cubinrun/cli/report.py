@@ -31,7 +31,7 @@ def render_plan(prepared: "Prepared", console) -> None:
     grid = dims(spec.grid)
     if launch.num_ctas > 1:
         grid += f" programs ({dims(spec.launched_grid)} CTAs)"
-    console.print(f"grid {grid}  block {dims(spec.block)}  shared {launch.shared} B"
+    console.print(f"grid {grid}  block {dims(spec.block)}  shared {_shared(prepared)}"
                   + (f"  cluster {dims(plan.cluster)}" if plan.cluster else "")
                   + ("  cooperative" if launch.cooperative else "")
                   + ("  pdl" if launch.pdl else ""))
@@ -74,6 +74,14 @@ def render_plan(prepared: "Prepared", console) -> None:
     console.print(f"device memory {human_bytes(plan.device_bytes)}; "
                   f"checks: {escape(', '.join(c.name for c in spec.checks)) or 'none'}; "
                   f"launcher {escape(prepared.launcher.__file__)}")
+
+
+def _shared(prepared: "Prepared") -> str:
+    """The shared memory a block gets: the spec's dynamic bytes and the kernel's static."""
+    dynamic, static = prepared.plan.spec.launch.shared, prepared.binary.kernel.shared_static
+    if not static:
+        return f"{dynamic} B"
+    return f"{dynamic + static} B ({dynamic} dynamic + {static} static)"
 
 
 def render_props(devices: list[dict], console) -> None:
