@@ -198,7 +198,8 @@ def test_init_from_a_cu_names_the_instance_and_types_from_the_cxx_signature(caps
     assert code == 0, err
     text = spec.read_text()
     assert "  source: " in text and 'name: "axpy(double, const double*, double*, int)"' in text
-    assert 'p0: fp64' in text and 'p1: "*kfp64"   # C++ double const*' in text and "guess" not in text
+    # the names are the source's, of the overload that was named
+    assert 'a: fp64' in text and 'x: "*kfp64"   # C++ double const*' in text and "guess" not in text
     code, _, err = run(capsys, "launch", "--dry-run", "--arch", "sm_90", spec)
     assert code == 0, err
     code, _, err = run(capsys, "init", source, "--arch", "sm_90")

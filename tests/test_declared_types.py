@@ -137,3 +137,9 @@ def test_declarations_read_from_a_source(tmp_path):
 ])
 def test_the_spec_type_of_a_cxx_type(cxx, spec):
     assert spec_type(cxx) == spec
+
+
+def test_long_may_be_either_size_the_host_compiler_gives_it():
+    from cubinrun.binary.declared_types import _agrees
+    assert _agrees("i32", "long") and _agrees("i64", "long") and _agrees("u32", "unsigned long")
+    assert not _agrees("fp32", "long") and not _agrees("u32", "int")

@@ -35,8 +35,10 @@ CXX_SCALARS = {
     "int8_t": "i8", "uint8_t": "u8", "int16_t": "i16", "uint16_t": "u16", "int32_t": "i32",
     "uint32_t": "u32", "int64_t": "i64", "uint64_t": "u64", "size_t": "u64",
 }
-# What else a C++ type may be given as without contradicting it: both are the same bits.
-_ALSO = {"bool": {"i1"}, "char": {"u8"}}
+# What else a C++ type may be given as without contradicting it: the same bits, or
+# (long) the size the host compiler gives it, 4 bytes on Windows, which validate.py
+# compares with the binary's.
+_ALSO = {"bool": {"i1"}, "char": {"u8"}, "long": {"i32"}, "unsigned long": {"u32"}}
 BYTES = ("i8", "u8")                # a pointer to bytes fits any pointer
 
 
