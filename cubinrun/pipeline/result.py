@@ -113,7 +113,8 @@ class RunResult:
             "block": list(spec.block),
             "shared": spec.launch.shared,
             "cluster": self.kernel.get("cluster"),
-            "resources": {k: v for k, v in self.kernel.items() if k not in ("name", "cxx_name", "cluster")},
+            "resources": {k: v for k, v in self.kernel.items()
+                          if k not in ("name", "cxx_name", "cluster")},
             "launched": self.launched,
             "timing": timing,
             "throughput": self.throughput(),
