@@ -35,7 +35,7 @@ def dry_run(tasks, args) -> int:
     outcomes = []
     try:
         for task in tasks:
-            outcome = _plan(task, args, device, binaries)
+            outcome = _plan(task, args, device, binaries, with_plan=args.as_json or bool(jsonl))
             if jsonl:
                 jsonl.write(outcome.document)
             if not args.as_json:
@@ -83,8 +83,9 @@ class _Outcome:
 _RESULT_KEYS = ("kernel", "kernel_mangled", "status")
 
 
-def _plan(task, args, device, binaries) -> _Outcome:
-    """Everything a launch does without a GPU for one task; its result document."""
+def _plan(task, args, device, binaries, with_plan: bool) -> _Outcome:
+    """Everything a launch does without a GPU for one task; its result document,
+    with the plan's keys where a file or stdout will carry them."""
     from ..errors import CubinrunError
     from ..pipeline.prepare import dry_run as plan_and_prepare
     from ..runs.outcome import RunRecord
@@ -100,7 +101,10 @@ def _plan(task, args, device, binaries) -> _Outcome:
         record = RunRecord.failed(task, error, time.perf_counter() - started)
         return _Outcome(record, record.to_json())
     record = RunRecord(task, 0, wall_s=time.perf_counter() - started)
-    document = {**prepared.to_json(), **record.to_json(), "status": "dry-run"}
+    kernel = prepared.binary.kernel
+    plan = prepared.to_json() if with_plan else {"kernel": kernel.cxx_name,
+                                                 "kernel_mangled": kernel.name}
+    document = {**plan, **record.to_json(), "status": "dry-run"}
     return _Outcome(record, document, prepared)
 
 
