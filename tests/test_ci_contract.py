@@ -108,6 +108,14 @@ def test_one_dry_run_keeps_its_plan_and_writes_files(capsys, tmp_path, bad_spec)
     assert ET.parse(junit).getroot().find("testsuite/testcase/error") is not None
 
 
+def test_a_dry_runs_jsonl_holds_the_plan_whatever_stdout_shows(capsys, tmp_path):
+    jsonl = tmp_path / "r.jsonl"
+    for specs in ((VECTOR_ADD,), (VECTOR_ADD, SCALARS)):
+        for shown in ((), ("--json",)):
+            assert run(capsys, "launch", "--dry-run", *specs, *shown, "--jsonl", jsonl)[0] == 0
+            assert [r["grid"][0] for r in lines(jsonl)] == [1024, 1][:len(specs)], shown
+
+
 def test_a_dry_run_to_jsonl_on_stdout(capsys):
     code, out, _ = run(capsys, "launch", "--dry-run", VECTOR_ADD, SCALARS, "--jsonl", "-")
     assert code == 0 and [json.loads(l)["status"] for l in out.splitlines()] == ["dry-run"] * 2
@@ -122,10 +130,14 @@ def test_fail_fast_stops_a_dry_run(capsys, tmp_path, bad_spec):
     assert document["summary"]["not_run"] == 1 and document["summary"]["exit_code"] == 2
 
 
-def test_a_dry_run_times_nothing(capsys, tmp_path):
-    for flag in ("--plot", "--baseline"):
-        code, _, err = run(capsys, "launch", "--dry-run", VECTOR_ADD, flag, tmp_path / "x.png")
-        assert code == 2 and "--dry-run times nothing" in err
+def test_the_ci_jobs_command_line_takes_dry_run_as_it_is(capsys, tmp_path):
+    # the documented job's flags; the baseline does not exist yet (a first job)
+    junit = tmp_path / "junit.xml"
+    code, _, err = run(capsys, "launch", "--dry-run", VECTOR_ADD, "--samples", "--junit", junit,
+                       "--baseline", tmp_path / "baseline.jsonl", "--threshold", "3%",
+                       "--plot", tmp_path / "sweep.png")
+    assert code == 0 and err == "note: --dry-run times nothing: --plot and --baseline left out\n"
+    assert junit.exists() and not (tmp_path / "sweep.png").exists()
 
 
 def test_the_docs_agree_on_exit_codes_and_props(capsys):

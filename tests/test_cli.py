@@ -67,6 +67,14 @@ def test_gen_usage_errors(capsys):
         "tensordesc<T[dims]>, struct[T, ...], T[n], TxN or a list")
 
 
+def test_the_plan_shows_the_shared_memory_and_warps_the_launch_uses(capsys):
+    code, out, _ = run(capsys, "launch", "--dry-run", CONFIGS / "block3d.yaml")
+    assert code == 0 and "block 32 x 8 x 2  shared 16896 B (0 dynamic + 16896 static)" in out
+    code, out, _ = run(capsys, "launch", "--dry-run", "--json", CONFIGS / "block3d.yaml")
+    plan = json.loads(out)
+    assert (plan["num_warps"], plan["shared"], plan["binary"]["shared_static"]) == (16, 0, 16896)
+
+
 def test_dry_run_plan_as_json(capsys):
     code, out, err = run(capsys, "launch", "--dry-run", "--json", CONFIGS / "scratch.yaml")
     plan = json.loads(out)

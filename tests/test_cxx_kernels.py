@@ -173,7 +173,8 @@ def test_nvcc_compiles_a_whole_file_and_caches_it(capsys):
                          "--set", "BLOCK=128")
     assert code == 0, err
     plan = json.loads(out)
-    assert plan["kernel"] == "_Z9scale_addILi128EEvPfPKfS2_fi"
+    assert plan["kernel_mangled"] == "_Z9scale_addILi128EEvPfPKfS2_fi"
+    assert plan["kernel"] == "void scale_add<128>(float*, float const*, float const*, float, int)"
     assert "/nvcc/" in plan["binary"]["origin"]
     code, _, err = run(capsys, "launch", "--dry-run", "--arch", "sm_90", spec, "--set", "BLOCK=64")
     assert code == 2 and "has no kernel 'scale_add<64>'; it has void scale_add<" in err
@@ -197,7 +198,8 @@ def test_init_from_a_cu_names_the_instance_and_types_from_the_cxx_signature(caps
     assert code == 0, err
     text = spec.read_text()
     assert "  source: " in text and 'name: "axpy(double, const double*, double*, int)"' in text
-    assert 'p0: fp64' in text and 'p1: "*kfp64"   # C++ double const*' in text and "guess" not in text
+    # the names are the source's, of the overload that was named
+    assert 'a: fp64' in text and 'x: "*kfp64"   # C++ double const*' in text and "guess" not in text
     code, _, err = run(capsys, "launch", "--dry-run", "--arch", "sm_90", spec)
     assert code == 0, err
     code, _, err = run(capsys, "init", source, "--arch", "sm_90")
@@ -214,3 +216,16 @@ def test_nvcc_options_cannot_change_the_target_or_output():
     for option in ("-arch=sm_80", "-o", "--gpu-architecture=sm_80", "-gencode", "-ptx"):
         with pytest.raises(UsageError, match="cubinrun chooses nvcc's target"):
             nvcc_command("nvcc", Path("k.cu"), Path("k.cubin"), arch="sm_90", options=[option])
+
+
+def test_results_name_a_cxx_kernel_as_written_and_by_symbol(capsys, tmp_path):
+    import xml.etree.ElementTree as ET
+    junit, jsonl = tmp_path / "j.xml", tmp_path / "r.jsonl"
+    code, _, err = run(capsys, "launch", "--dry-run", "--arch", "sm_90",
+                       CXX_CONFIGS / "axpy_fp64.yaml", "--junit", junit, "--jsonl", jsonl)
+    assert code == 0, err
+    result = json.loads(jsonl.read_text())
+    assert (result["kernel"], result["kernel_mangled"]) == (
+        "axpy(double, double const*, double*, int)", "_Z4axpydPKdPdi")
+    case = ET.parse(junit).getroot().find("testsuite/testcase")
+    assert case.get("name") == "axpy(double, double const*, double*, int)"

@@ -250,10 +250,10 @@ def test_a_cuda_error_is_exit_4_with_its_name(fake_libcuda, passing_spec, tmp_pa
 
 
 def test_the_command_line(tmp_path, capsys):
-    code, out, _ = run_cli(capsys, "repro", CONFIGS / "vector_add.yaml", "-o", tmp_path / "r",
-                           "--set", "N=256")
-    assert code == 0
-    assert "wrote" in out and "3 input(s) (3.00 KiB)" in out and "run.sh" in out
+    code, out, err = run_cli(capsys, "repro", CONFIGS / "vector_add.yaml", "-o", tmp_path / "r",
+                             "--set", "N=256")
+    assert code == 0 and out == ""                      # said on stderr, as every -o says it
+    assert "wrote" in err and "3 input(s) (3.00 KiB)" in err and "run.sh" in err
     assert os.access(tmp_path / "r" / "run.sh", os.X_OK)
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == \
         ["expected", "inputs", "kernel.cubin", "outputs", "repro.c", "run.sh"]

@@ -3,6 +3,7 @@ repository and lands, every command, option and spec key is documented, and
 the README's quick start is what CI runs."""
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sys
@@ -176,3 +177,48 @@ def test_every_path_internals_names_exists():
     assert paths
     for path in paths:
         assert (REPO / path).exists() or (REPO / "cubinrun" / path).exists(), path
+
+
+def json_keys() -> dict[str, list[str]]:
+    """docs/many-runs.md's list of the keys `launch --json` carries: label -> keys."""
+    text = (REPO / "docs" / "many-runs.md").read_text()
+    section = text[text.index("### The `--json` document"):]
+    section = section[:section.index("\n\n", section.index("\n- "))]
+    items = re.findall(r"^- ([^:]+): (.*?)(?=^- |\Z)", section, re.M | re.S)
+    # a key's own note in brackets names no key: `error` (null, or `{type, message}`)
+    return {label: re.findall(r"`(\w+)`", re.sub(r"\([^)]*\)", "", body))
+            for label, body in items}
+
+
+def assert_documented(document: dict, *labels: str) -> None:
+    keys = json_keys()
+    for label in labels:
+        missing = [key for key in keys[label] if key not in document]
+        assert not missing, f"{label}: {missing} not in {sorted(document)}"
+
+
+def test_the_json_documents_carry_the_keys_many_runs_md_lists(capsys, tmp_path):
+    vector_add = REPO / "configs" / "vector_add.yaml"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kernel: {cubin: nothing.cubin}\n")
+    code, out, _ = run(capsys, "launch", "--dry-run", "--json", vector_add)
+    assert code == 0
+    assert_documented(json.loads(out), "every result", "a dry run's result adds its plan")
+    code, out, _ = run(capsys, "launch", "--dry-run", "--json", bad)
+    failed = json.loads(out)
+    assert code == 2 and failed["status"] == "spec error" and failed["exit_code"] == 2
+    assert_documented(failed, "every result")
+    code, out, _ = run(capsys, "launch", "--dry-run", "--json", vector_add, bad)
+    many = json.loads(out)
+    assert code == 2 and [r["exit_code"] for r in many["results"]] == [0, 2]
+    assert_documented(many["summary"], "`summary`")
+    assert_documented(many["results"][0], "every result", "a dry run's result adds its plan")
+
+
+def test_a_launchs_json_carries_the_keys_many_runs_md_lists(device, fake_libcuda, capsys):
+    from test_run_fake import CONFIGS, run_cli
+    fake_libcuda.set_param_sizes([8, 8, 8, 4])
+    code, out, err = run_cli(capsys, "launch", "--json", CONFIGS / "vector_add.yaml",
+                             "--rep", "1", "--warmup", "1")
+    assert code == 1, err                   # the fake driver runs no kernel: the check fails
+    assert_documented(json.loads(out), "every result", "a launch's result adds")

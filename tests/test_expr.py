@@ -168,3 +168,12 @@ def test_strings_and_boolean_operators(text, env, expected):
 def test_strings_take_part_in_no_arithmetic(text, fragment):
     with pytest.raises(SpecError, match=re.escape(fragment)):
         parse_expr(text).evaluate({"K": "a"})
+
+
+def test_a_parameter_named_like_a_python_keyword_is_a_name():
+    assert ev("from * 2 + lambda", **{"from": 3, "lambda": 1}) == 7
+    assert parse_expr("in.T", arrays=True).names == {"in"}
+    assert parse_expr("K == 'in'").names == {"K"}              # a string stays a string
+    assert ev("not x and y or z", x=0, y=1, z=0) is True      # the grammar's own words
+    with pytest.raises(SpecError, match="invalid syntax"):
+        parse_expr("in +")

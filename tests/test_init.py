@@ -32,7 +32,7 @@ def test_every_sample_kernels_starter_spec_passes_its_dry_run(capsys, tmp_path, 
     assert code == 0 and err == f"wrote {spec}\n"
     code, out, err = run(capsys, "launch", "--dry-run", "--json", spec)
     assert code == 0, f"{spec.read_text()}\n{err}"
-    assert json.loads(out)["kernel"] == kernel
+    assert json.loads(out)["kernel_mangled"] == kernel
 
 
 def test_a_plain_cubins_types_are_each_marked_as_a_guess(capsys):
@@ -136,3 +136,23 @@ def test_a_spec_names_a_cubin_on_another_drive_by_its_absolute_path(tmp_path, mo
     assert starter.path_from(tmp_path / "specs" / "..", cubin) == "k.cubin"
     monkeypatch.setattr(starter.os.path, "relpath", across_drives)
     assert starter.path_from(tmp_path, cubin) == cubin.resolve().as_posix()
+
+
+def test_a_starter_from_source_keeps_its_arch_and_the_sources_names(capsys, tmp_path):
+    spec = tmp_path / "starter.yaml"
+    code, _, err = run(capsys, "init", REPO / "kernels" / "vector_add.cu", "--arch", "sm_90",
+                       "-o", spec)
+    assert code == 0, err
+    text = spec.read_text()
+    assert "  arch: sm_90" in text                      # dry-runs without a GPU, as init did
+    signature = text.split("signature:\n")[1].split("vars:")[0]
+    assert [line.split(":")[0].strip() for line in signature.splitlines()] == [
+        "x", "y", "out", "n"]
+    code, out, err = run(capsys, "launch", "--dry-run", "--json", spec)
+    assert code == 0 and json.loads(out)["status"] == "dry-run", err
+
+
+def test_an_overloads_names_come_from_its_own_declaration(capsys):
+    code, text, _ = run(capsys, "init", REPO / "kernels" / "cxx" / "axpy.cu", "--kernel",
+                        "axpy(double, double const*, double*, int)", "--arch", "sm_90")
+    assert code == 0 and "  a: fp64" in text and '  x: "*kfp64"' in text and "  n: N" in text

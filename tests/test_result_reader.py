@@ -203,6 +203,36 @@ def test_points_a_sweep_skips_are_not_strict_failures(capsys, tmp_path):
     assert run(capsys, "compare", "--strict", base, base)[0] == 0
 
 
+def test_runs_untimed_on_both_sides_are_not_strict_failures(capsys, tmp_path):
+    results = tmp_path / "dry.jsonl"
+    assert run(capsys, "launch", "--dry-run", VECTOR_ADD, "--jsonl", results)[0] == 0
+    code, out, _ = run(capsys, "compare", "--strict", results, results)
+    assert code == 0 and "0 missing or failed" in out
+    untimed = {"spec": "a.yaml", "kernel": "k", "point": {}, "exit_code": 0, "status": "ok",
+               "device": {"name": "H200"}, "timing": None}          # --no-bench on both sides
+    base = jsonl(tmp_path / "base.jsonl", [untimed, timed(spec="b.yaml")])
+    new = jsonl(tmp_path / "new.jsonl", [untimed, {**untimed, "spec": "b.yaml"}])
+    code, out, _ = run(capsys, "compare", "--strict", base, new)
+    assert code == 5 and "1 missing or failed" in out            # b.yaml lost its timing
+
+
+def test_a_cxx_kernel_matches_across_old_and_new_result_files(capsys, tmp_path):
+    old = {**timed(), "kernel": "_Z9transposePfPKfii"}              # before kernel_mangled
+    new = {**timed(), "kernel": "transpose(float*, float const*, int, int)",
+           "kernel_mangled": "_Z9transposePfPKfii"}
+    code, out, _ = run(capsys, "compare", "--json", jsonl(tmp_path / "old.jsonl", [old]),
+                       jsonl(tmp_path / "new.jsonl", [new]))
+    assert code == 0 and [c["verdict"] for c in json.loads(out)["comparisons"]] == ["SAME"]
+    both = jsonl(tmp_path / "both.jsonl", [old, new])
+    with pytest.raises(UsageError, match="is there twice"):
+        read_results_checked(both)
+
+
+def read_results_checked(path):
+    from cubinrun.results.reader import refuse_duplicates
+    refuse_duplicates(read_results(path), path)
+
+
 def test_long_tables_are_plain_columns_with_every_row(capsys, tmp_path):
     from cubinrun.results.table import RICH_TABLE_ROWS
     runs = RICH_TABLE_ROWS + 200

@@ -156,7 +156,7 @@ sweep_invalid: skip
     got, out, err = run_cli(capsys, "launch", "--dry-run", "--json", spec)
     results = json.loads(out)["results"]
     assert got == EXIT_OK and [r["status"] for r in results] == ["dry-run", "invalid"]
-    registers = results[0]["plan"]["binary"]["registers"]
+    registers = results[0]["binary"]["registers"]
     per_warp = -(-registers * 32 // 256) * 256
     assert registers > 64 and results[1]["error"]["message"] == (
         f"1024 threads per block exceed the {65536 // per_warp * 32} that heavy's {registers} "

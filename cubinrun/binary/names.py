@@ -186,6 +186,32 @@ def kernel_name(kernel: "KernelInfo") -> CxxName:
     return parsed or CxxName(kernel.name, None, None)
 
 
+def param_types(kernel: "KernelInfo") -> list[str] | None:
+    """A C++ kernel's parameter types from its demangled name, canonically spelled
+    (`float const*`); None for an extern "C" kernel or a name that does not parse."""
+    params = kernel_name(kernel).params if kernel.demangled else None
+    return None if params is None else [_joined(part) for part in _split_top(_tokens(params))]
+
+
+def declared_params(text: str) -> list[tuple[str, str | None]] | None:
+    """A declaration's parameter list (`const float* __restrict__ x, int n`) as
+    (canonical type, name or None) pairs; None when it does not parse."""
+    tokens = _tokens(text)
+    if tokens is None:
+        return None
+    parts = [[t for t in part if t not in _DROPPED] for part in _split_top(tokens)]
+    if parts in ([], [["void"]]):
+        return []
+    pairs = []
+    for part in parts:
+        if not part or "=" in part:                 # a default argument: not a kernel's
+            return None
+        typed = _without_param_name(part)
+        name = part[-1] if len(typed) < len(part) else None
+        pairs.append((_canonical(typed, is_param=True), name))
+    return pairs
+
+
 def declared_templates(source: bytes) -> list[str]:
     """Names of template kernels a CUDA source declares (a hint for errors: a
     template is compiled only when an instance is named)."""

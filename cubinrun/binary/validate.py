@@ -3,7 +3,8 @@
 A launcher whose parameters disagree with the kernel's corrupts memory
 silently, so every mismatch the cubin can reveal is refused here with one
 line naming the parameter or field: the parameter count and each size (the
-trailing scratch pointers included), a struct's alignment against its offset,
+trailing scratch pointers included), each type against its C++ declaration
+where that is known (declared_types.py), a struct's alignment against its offset,
 the arch against the device, the block against the kernel's bounds, the
 cluster against a compiled-in one and the dynamic shared memory against what
 the target arch allows a block (the driver's own figure replaces the table
@@ -18,6 +19,7 @@ from ..limits import (REGISTER_ALLOCATION_UNIT, REGISTERS_PER_BLOCK,
 from ..plan.make import Plan
 from ..signature import leaf_size
 from .cubin import CubinInfo, KernelInfo
+from .declared_types import check_declared_types
 
 SCRATCH_NAMES = ("global_scratch", "profile_scratch")
 
@@ -142,6 +144,7 @@ def validate(plan: Plan, info: CubinInfo, kernel: KernelInfo,
              device_arch: str | None = None, device_name: str = "this device") -> None:
     """`device_arch`: the device's arch, or the `--arch` a dry run targets."""
     check_params(plan, kernel)
+    check_declared_types(plan, kernel)
     if device_arch:
         check_arch(info, device_arch, device_name, f"kernel.{plan.spec.kernel.kind}")
     check_block(plan, kernel)

@@ -115,7 +115,7 @@ def init(path, kernel_name, arch, output, force):
     kernel = pick_kernel(info, info.kernels[0].name if kind == "source" and kernel_name
                          else kernel_name)
     text = starter_spec(info, kernel, source, target.parent if target else Path.cwd(), kind,
-                        kernel_name if kind == "source" else None)
+                        kernel_name if kind == "source" else None, arch)
     if target is not None:
         write_output(output, text, force)
     else:

@@ -1,11 +1,15 @@
 """`launch --dry-run`: every spec and point checked without a GPU.
 
-One spec at one point keeps its plan on stdout (or its section-2 JSON) and
-its error as one line. Several runs are a table (or `{"results", "summary"}`)
-and the most severe exit code. Either way the result files of a launch are
-written (SPEC section 3): each result has `status: "dry-run"` and no timing,
-so a CI job on a machine without a GPU still publishes its report (a JUnit
-test case passes when its spec and point check out). Points a constraint
+One spec at one point keeps its plan on stdout and its error as one line.
+Several runs are a table and the most severe exit code. `--json` prints what
+a launch's does, one run or many, success or failure: the result object (here
+the plan's keys, `grid`, `block`, `params`, `binary`..., with `spec`, `point`,
+`exit_code`, `status`, `error` and `wall_s`), or `{"results", "summary"}`.
+Either way the result files of a launch are written (SPEC section 3) with
+every result's plan, whatever stdout shows: each result has `status:
+"dry-run"` and no timing, so a CI job on a machine without a GPU still
+publishes its report (a JUnit test case passes when its spec and point check
+out). Points a constraint
 skips are `skipped`, points past a kernel's resource limit `invalid` (SPEC
 section 5). `--fail-fast` stops at the first run that fails.
 """
@@ -31,11 +35,13 @@ def dry_run(tasks, args) -> int:
     outcomes = []
     try:
         for task in tasks:
-            # the plan only where it is printed: 100,000 of them held 700 MB
-            outcome = _plan(task, args, device, binaries, keep_plan=args.as_json and not single)
-            outcomes.append(outcome)
+            outcome = _plan(task, args, device, binaries, with_plan=args.as_json or bool(jsonl))
             if jsonl:
                 jsonl.write(outcome.document)
+            if not args.as_json:
+                # the plan is held only where stdout shows it: 100,000 of them held 700 MB
+                outcome.document = outcome.without_plan()
+            outcomes.append(outcome)
             if outcome.record.error and not single:
                 sys.stderr.write(outcome.record.error_line() + "\n")
             if outcome.record.exit_code and args.fail_fast:
@@ -48,16 +54,14 @@ def dry_run(tasks, args) -> int:
     summary = summarize(documents, exit_code, len(tasks) - len(outcomes),
                         time.perf_counter() - started)
     write_files(documents, summary, args.csv, args.markdown, args.junit)
+    if args.as_json:
+        print_json(json_document(documents, summary, single=single))
     if single and outcomes[0].record.exception is not None:
         raise outcomes[0].record.exception      # the error line exactly as before
-    if args.jsonl == "-" or "-" in (args.csv, args.markdown, args.junit):
-        pass                                    # stdout carries that file
-    elif single and args.as_json:
-        print_json(outcomes[0].prepared.to_json())
+    if args.as_json or args.jsonl == "-" or "-" in (args.csv, args.markdown, args.junit):
+        pass                                    # stdout carries that document or file
     elif single:
         render_plan(outcomes[0].prepared, console())
-    elif args.as_json:
-        print_json(json_document(documents, summary, single=False))
     else:
         _table(outcomes, exit_code, len(tasks) - len(outcomes))
     return exit_code
@@ -67,9 +71,21 @@ class _Outcome:
     def __init__(self, record, document: dict, prepared=None):
         self.record, self.document, self.prepared = record, document, prepared
 
+    def without_plan(self) -> dict:
+        """The document the summary and the table files read: its status fields and
+        kernel names, not the plan."""
+        if self.prepared is None:
+            return self.document
+        kept = {key: self.document[key] for key in _RESULT_KEYS if key in self.document}
+        return {**self.record.to_json(), **kept}
 
-def _plan(task, args, device, binaries, keep_plan: bool) -> _Outcome:
-    """Everything a launch does without a GPU for one task; its result document."""
+
+_RESULT_KEYS = ("kernel", "kernel_mangled", "status")
+
+
+def _plan(task, args, device, binaries, with_plan: bool) -> _Outcome:
+    """Everything a launch does without a GPU for one task; its result document,
+    with the plan's keys where a file or stdout will carry them."""
     from ..errors import CubinrunError
     from ..pipeline.prepare import dry_run as plan_and_prepare
     from ..runs.outcome import RunRecord
@@ -84,11 +100,11 @@ def _plan(task, args, device, binaries, keep_plan: bool) -> _Outcome:
     except CubinrunError as error:
         record = RunRecord.failed(task, error, time.perf_counter() - started)
         return _Outcome(record, record.to_json())
-    record = RunRecord(task, 0, result={"kernel": prepared.kernel_name,
-                                        **({"plan": prepared.to_json()} if keep_plan else {})},
-                       wall_s=time.perf_counter() - started)
-    document = record.to_json()
-    document["status"] = "dry-run"
+    record = RunRecord(task, 0, wall_s=time.perf_counter() - started)
+    kernel = prepared.binary.kernel
+    plan = prepared.to_json() if with_plan else {"kernel": kernel.cxx_name,
+                                                 "kernel_mangled": kernel.name}
+    document = {**plan, **record.to_json(), "status": "dry-run"}
     return _Outcome(record, document, prepared)
 
 

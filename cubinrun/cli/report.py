@@ -31,7 +31,7 @@ def render_plan(prepared: "Prepared", console) -> None:
     grid = dims(spec.grid)
     if launch.num_ctas > 1:
         grid += f" programs ({dims(spec.launched_grid)} CTAs)"
-    console.print(f"grid {grid}  block {dims(spec.block)}  shared {launch.shared} B"
+    console.print(f"grid {grid}  block {dims(spec.block)}  shared {_shared(prepared)}"
                   + (f"  cluster {dims(plan.cluster)}" if plan.cluster else "")
                   + ("  cooperative" if launch.cooperative else "")
                   + ("  pdl" if launch.pdl else ""))
@@ -76,6 +76,14 @@ def render_plan(prepared: "Prepared", console) -> None:
                   f"launcher {escape(prepared.launcher.__file__)}")
 
 
+def _shared(prepared: "Prepared") -> str:
+    """The shared memory a block gets: the spec's dynamic bytes and the kernel's static."""
+    dynamic, static = prepared.plan.spec.launch.shared, prepared.binary.kernel.shared_static
+    if not static:
+        return f"{dynamic} B"
+    return f"{dynamic + static} B ({dynamic} dynamic + {static} static)"
+
+
 def render_props(devices: list[dict], console) -> None:
     from rich.table import Table
 
@@ -99,7 +107,8 @@ def render_result(result, console) -> None:
     from rich.markup import escape
     from rich.table import Table
     spec, kernel, device = result.spec, result.kernel, result.device
-    console.print(f"[bold]{kernel['name']}[/bold] on {device['name']} ({device['arch']})")
+    name = kernel.get("cxx_name", kernel["name"])      # as C++ writes it
+    console.print(f"[bold]{escape(name)}[/bold] on {device['name']} ({device['arch']})")
     geometry = (f"grid {dims(spec.grid)}  block {dims(spec.block)}  "
                 f"shared {spec.launch.shared} B")
     if kernel.get("cluster"):

@@ -33,8 +33,9 @@ def repro(spec_path, folder, overrides, arch, force):
     written = write_repro(prepare(plan, arch=arch, build_launcher=False), Path(folder),
                           force=force)
     inputs = sum(1 for f in written.files if f.startswith("inputs/"))
+    # what was written is said on stderr, as every -o says it: stdout carries data only
     click.echo(f"wrote {written.folder}: kernel.cubin, {inputs} input(s) "
               f"({human_bytes(written.input_bytes)}), expected values for "
               f"{', '.join(written.checks) or 'no output (the spec has no check)'}, repro.c, "
-              "run.sh")
-    click.echo(f"run it with: sh {written.folder / 'run.sh'}")
+              "run.sh", err=True)
+    click.echo(f"run it with: sh {written.folder / 'run.sh'}", err=True)

@@ -49,49 +49,47 @@ def pick_kernel(info: CubinInfo, name: str | None) -> KernelInfo:
 
 
 def starter_spec(info: CubinInfo, kernel: KernelInfo, cubin: Path, spec_dir: Path,
-                 kind: str = "cubin", name: str | None = None) -> str:
+                 kind: str = "cubin", name: str | None = None, arch: str | None = None) -> str:
     """The starter spec's text, with paths relative to `spec_dir`; `kind` "source"
     when `cubin` is the CUDA C++ file the cubin was compiled from, `name` the
-    kernel's name there (a template instance is compiled only when named)."""
+    kernel's name there (a template instance is compiled only when named), `arch`
+    the target it was compiled for when one was asked (`kernel.arch`, so that the
+    spec dry-runs without a GPU as `init` did)."""
     entry, problem = _triton_entry(cubin) if kind == "cubin" else (None, None)
     if entry is not None:
         return _triton_starter(entry, kernel, spec_dir)
-    return _guessed_starter(info, kernel, cubin, spec_dir, problem, kind, name)
+    return _guessed_starter(info, kernel, cubin, spec_dir, problem, kind, name, arch)
 
 
 # --- a C++ kernel: types from its demangled signature ------------------------
 
-_CXX_SCALARS = {
-    "bool": "u1", "char": "i8", "signed char": "i8", "unsigned char": "u8", "short": "i16",
-    "unsigned short": "u16", "int": "i32", "unsigned int": "u32", "long": "i64",
-    "unsigned long": "u64", "long long": "i64", "unsigned long long": "u64", "float": "fp32",
-    "double": "fp64", "__half": "fp16", "half": "fp16", "__nv_bfloat16": "bf16",
-    "int8_t": "i8", "uint8_t": "u8", "int16_t": "i16", "uint16_t": "u16", "int32_t": "i32",
-    "uint32_t": "u32", "int64_t": "i64", "uint64_t": "u64", "size_t": "u64",
-}
-
-
 def cxx_type(written: str, size: int) -> str | None:
     """The spec's type for a C++ parameter type as names.py spells it (`float const*`
     -> `*kfp32`), when it is a scalar or a pointer to one of `size` bytes."""
-    if written.endswith("*"):
-        pointee = written[:-1]
-        const = pointee.endswith(" const")
-        element = _CXX_SCALARS.get(pointee.removesuffix(" const"))
-        return f"*{'k' if const else ''}{element}" if element and size == 8 else None
-    element = _CXX_SCALARS.get(written)
-    if element is None:
+    from ..binary.declared_types import spec_type
+    known = spec_type(written)
+    if known is None or size != (8 if known.startswith("*") else sig.leaf_size(known)):
         return None
-    return element if sig.leaf_size(element) == size else None
+    return known
 
 
-def _cxx_params(kernel: KernelInfo) -> list[str] | None:
-    from ..binary.names import kernel_name
-    params = kernel_name(kernel).params
-    if params is None or kernel.demangled is None:
-        return None
-    written = [p.strip() for p in params.split(",")] if params else []
-    return written if len(written) == len(kernel.params) else None
+def _cxx_params(kernel: KernelInfo, source: Path | None) -> list[tuple[str | None, str | None]]:
+    """(C++ type, name) of each parameter, each None where not known: the types
+    from the demangled symbol (or an extern "C" kernel's declaration), the names
+    from the declaration in `source`, the .cu it was compiled from."""
+    from ..binary.declared_types import declared_in_source
+    from ..binary.names import kernel_name, param_types
+    count = len(kernel.params)
+    types = param_types(kernel) if kernel.demangled else None
+    declared = declared_in_source(source, kernel_name(kernel).base.split("::")[-1], types) \
+        if source is not None else None
+    if declared is None or len(declared) != count:
+        declared = [(None, None)] * count
+    types = types or [cxx for cxx, _ in declared]
+    names = [name for _, name in declared]
+    if any(n is None or not n.isidentifier() for n in names) or len(set(names)) != count:
+        names = [None] * count                      # an unnamed or odd one: p0, p1, ...
+    return list(zip(types if types and len(types) == count else [None] * count, names))
 
 
 # --- a plain cubin: types guessed from sizes --------------------------------
@@ -125,16 +123,17 @@ def path_from(spec_dir: Path, target: Path) -> str:
 
 def _guessed_starter(info: CubinInfo, kernel: KernelInfo, cubin: Path, spec_dir: Path,
                      note: str | None = None, kind: str = "cubin",
-                     name: str | None = None) -> str:
+                     name: str | None = None, arch: str | None = None) -> str:
     from ..binary.names import spelled_name
     rel = path_from(spec_dir, cubin)
-    written = _cxx_params(kernel) or [None] * len(kernel.params)
+    written = _cxx_params(kernel, cubin if kind == "source" else None)
     guesses = []
-    for param, cxx in zip(kernel.params, written):
+    for param, (cxx, declared_name) in zip(kernel.params, written):
         known = cxx_type(cxx, param.size) if cxx else None
         quoted = f'"{known}"' if known and known.startswith("*") else known   # * is YAML's alias
-        guesses.append((f"p{param.ordinal}", quoted, f"C++ {cxx}") if known
-                       else (f"p{param.ordinal}", *guess_type(param)))
+        label = declared_name or f"p{param.ordinal}"
+        guesses.append((label, quoted, f"C++ {cxx}") if known else (label, *guess_type(param)))
+    n = _size_var([label for label, _, _ in guesses])
     lines = [f"# Starter spec for {kernel.cxx_name} ({info.arch}), written by "
              "`cubinrun init`."]
     if note:
@@ -144,6 +143,8 @@ def _guessed_starter(info: CubinInfo, kernel: KernelInfo, cubin: Path, spec_dir:
                      "one.")
     name = name or spelled_name(kernel, info.kernels)
     lines += ["kernel:", f"  {kind}: {rel}", f"  name: {_yaml_string(name)}"]
+    if arch is not None and kind == "source":
+        lines.append(f"  arch: {arch}                  # the target to compile for without a GPU")
     if not guesses:
         lines.append("signature: {}            # the kernel takes no parameters")
     else:
@@ -153,14 +154,14 @@ def _guessed_starter(info: CubinInfo, kernel: KernelInfo, cubin: Path, spec_dir:
                   f"{why if why.startswith('C++ ') else 'guess: ' + why}"
                   for name, spelled, why in guesses]
     if guesses:
-        lines += ["vars:", f"  N: {PROBLEM_SIZE}                 # TODO the problem size",
+        lines += ["vars:", f"  {n}: {PROBLEM_SIZE}                 # TODO the problem size",
                   "args:"]
         for name, spelled, _ in guesses:
             ty = sig.parse_type(spelled.strip('"'), f"signature.{name}")
-            lines.append(f"  {name}: {_value(ty)}")
+            lines.append(f"  {name}: {_value(ty, n)}")
     lines += _launch_lines(kernel, with_block=True)
     if any(p.size == 8 for p in kernel.params):
-        first = next(f"p{p.ordinal}" for p in kernel.params if p.size == 8)
+        first = next(label for (label, _, _), p in zip(guesses, kernel.params) if p.size == 8)
         lines.append(f"# check:\n#   {first}: {{expect: TODO}}")
     return "\n".join(lines) + "\n"
 

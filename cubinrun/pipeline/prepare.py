@@ -35,7 +35,7 @@ class Prepared:
 
     def to_json(self) -> dict:
         kernel = self.binary.kernel
-        return {**self.plan.to_json(), "kernel": kernel.name,
+        return {**self.plan.to_json(), "kernel": kernel.cxx_name, "kernel_mangled": kernel.name,
                 "binary": {"origin": self.binary.origin, "arch": self.binary.info.arch,
                            "param_bytes": kernel.param_bytes, "registers": kernel.registers,
                            "shared_static": kernel.shared_static},

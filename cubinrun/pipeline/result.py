@@ -105,7 +105,8 @@ class RunResult:
                 timing["samples_us"] = self.samples_us
                 timing["sm_clocks_mhz"] = self.sm_clock_mhz     # each sample's, in order
         return {
-            "kernel": self.kernel["name"],
+            "kernel": self.kernel.get("cxx_name", self.kernel["name"]),   # as C++ writes it
+            "kernel_mangled": self.kernel["name"],                        # the symbol
             "kernel_file": str(spec.kernel.path),
             "device": self.device,
             "grid": list(spec.grid),
@@ -113,7 +114,8 @@ class RunResult:
             "block": list(spec.block),
             "shared": spec.launch.shared,
             "cluster": self.kernel.get("cluster"),
-            "resources": {k: v for k, v in self.kernel.items() if k not in ("name", "cluster")},
+            "resources": {k: v for k, v in self.kernel.items()
+                          if k not in ("name", "cxx_name", "cluster")},
             "launched": self.launched,
             "timing": timing,
             "throughput": self.throughput(),

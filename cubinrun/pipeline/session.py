@@ -216,7 +216,8 @@ class _Run:
             "peak_fp32_tflops": peak_fp32_tflops(device.capability, attr("MULTIPROCESSOR_COUNT"),
                                                  attr("CLOCK_RATE")),
         }
-        kernel_info = {"name": kernel.name, "cluster": list(plan.cluster) if plan.cluster else None,
+        kernel_info = {"name": kernel.name, "cxx_name": self.ready.prepared.binary.kernel.cxx_name,
+                       "cluster": list(plan.cluster) if plan.cluster else None,
                        **kernel.attributes}
         result = RunResult(spec, device_info, kernel_info, launched=plan.ctas > 0)
         result.stages.update(self.ready.seconds)

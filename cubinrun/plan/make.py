@@ -61,7 +61,8 @@ class Plan:
             "launched_grid": list(spec.launched_grid),
             "block": list(spec.block),
             "shared": launch.shared,
-            "num_warps": launch.num_warps,
+            # the block's warps, which the launch uses: num_warps is only the default block's
+            "num_warps": -(-spec.block[0] * spec.block[1] * spec.block[2] // 32),
             "num_ctas": launch.num_ctas,
             "cluster": list(self.cluster) if self.cluster else None,
             "cooperative": launch.cooperative,

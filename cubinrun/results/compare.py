@@ -45,7 +45,7 @@ from ..errors import EXIT_BUILD, EXIT_CHECK_FAILED, EXIT_CUDA, EXIT_USAGE, Usage
 from ..text import parse_fraction
 from .process_noise import (RECOMMENDED_PROCESSES, between_processes,
                             one_process_allowance_us, process_medians, shift_floor_us, widened)
-from .reader import point_key
+from .reader import kernel_key, point_key
 
 DEFAULT_THRESHOLD = 0.03
 ALPHA = 0.05                 # significance level of the U test
@@ -122,7 +122,7 @@ class Baseline:
         else:
             self._check_device(base, result)
             out = compare_pair(base, result, self.threshold)
-        out.new_failed = failed(result)
+        out.new_failed = failed(result, base)
         return out
 
     def missing(self) -> list[Comparison]:
@@ -138,13 +138,23 @@ class Baseline:
                              "anyway)")
 
 
-def failed(result: dict) -> bool:
-    """A run that failed (its check, an error) or has no timing; a point its
-    sweep skips (a constraint, `sweep_invalid: skip`) was never meant to run."""
+def failed(result: dict, base: dict | None = None) -> bool:
+    """A run that failed (its check, an error) or lost the timing its baseline
+    run `base` had. Untimed is no failure where nothing was timed: a point its
+    sweep skips (a constraint, `sweep_invalid: skip`) was never meant to run, a
+    dry run times nothing, and a run untimed on both sides lost nothing."""
     if result.get("exit_code") in (EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_BUILD, EXIT_CUDA):
         return True
-    return (result.get("timing") or {}).get("median_us") is None and \
-        result.get("status") not in ("skipped", "invalid")
+    if _timed(result) or result.get("status") in _UNTIMED_STATUSES:
+        return False
+    return base is None or _timed(base)
+
+
+_UNTIMED_STATUSES = ("skipped", "invalid", "dry-run")
+
+
+def _timed(result: dict) -> bool:
+    return (result.get("timing") or {}).get("median_us") is not None
 
 
 def strict_failures(comparisons: list[Comparison]) -> list[Comparison]:
@@ -160,7 +170,7 @@ def compare_results(baseline: list[dict], new: list[dict], threshold: float = DE
 
 
 def _key(result: dict, spec: str | None, point: str) -> tuple:
-    return (spec, result.get("kernel"), point)
+    return (spec, kernel_key(result), point)
 
 
 def _name(spec: str | None) -> str | None:

@@ -37,10 +37,11 @@ from ..limits import (MAX_INT_BITS, MAX_PROCESSES, MAX_RESULT_RECORDS, MAX_RESUL
 _MAX_INT_DIGITS = len(str(2 ** MAX_INT_BITS))
 
 # What is kept of each result: the fields its readers use.
-_KEPT = {"spec", "kernel", "point", "exit_code", "status", "error", "device", "timing",
-         "throughput", "check", "pow2", "compare", "energy", "timer", "wall_s", "constraint"}
+_KEPT = {"spec", "kernel", "kernel_mangled", "point", "exit_code", "status", "error", "device",
+         "timing", "throughput", "check", "pow2", "compare", "energy", "timer", "wall_s",
+         "constraint"}
 _DEVICE_KEPT = ("name", "ordinal", "uuid", "host")
-_TEXT_KEYS = {"spec", "kernel", "status"}
+_TEXT_KEYS = {"spec", "kernel", "kernel_mangled", "status"}
 _OBJECT_KEYS = {"device", "timing", "throughput", "check", "compare", "error", "energy"}
 _TIME_KEYS = {"median_us", "min_us", "max_us", "mean_us", "std_us", "p10_us", "p90_us",
               "sm_clock_mhz", "event_offset_us", "graph_startup_us", "noise", "process_spread"}
@@ -71,7 +72,7 @@ def refuse_duplicates(results: list[Located], path: str | Path) -> None:
     seen: dict[tuple, Located] = {}
     for result in results:
         device = (result.get("device") or {}).get("name")
-        key = (result.get("spec"), result.get("kernel"), point_key(result["point"]), device)
+        key = (result.get("spec"), kernel_key(result), point_key(result["point"]), device)
         first = seen.setdefault(key, result)
         if first is not result:
             run = result.get("spec") or result.get("kernel") or "?"
@@ -82,6 +83,13 @@ def refuse_duplicates(results: list[Located], path: str | Path) -> None:
                 + (f" on {device}" if device else "")
                 + f" is there twice ({first.place} and {result.place}): keep one "
                 "command's results per file (launch writes its files afresh; --append adds)")
+
+
+def kernel_key(result: dict) -> str | None:
+    """The kernel a result ran, as runs are matched by: its symbol. Results name a C++
+    kernel as written (`kernel`) and by symbol (`kernel_mangled`); files written before
+    that hold the symbol in `kernel`."""
+    return result.get("kernel_mangled") or result.get("kernel")
 
 
 def point_key(point: dict) -> str:

@@ -40,6 +40,7 @@ from typing import Any, Callable, Mapping
 from ..dtypes import ELEMENT_TYPES
 from ..errors import SpecError, excerpt, shorten
 from ..limits import MAX_EXPR_CHARS, MAX_EXPR_DEPTH, MAX_INT_BITS
+from .keyword_names import parse_expression
 
 
 def _cdiv(a, b):
@@ -239,7 +240,7 @@ def _parse(value: Any, arrays: bool) -> Expr:
         if number.bit_length() <= MAX_INT_BITS:
             return Expr(source, ast.Expression(body=ast.Constant(number)), frozenset(), arrays)
     try:
-        tree = ast.parse(source.strip(), mode="eval")
+        tree = parse_expression(source.strip())     # `in` may name a parameter
     except SyntaxError as exc:
         raise SpecError(f"invalid expression {excerpt(source)}: {exc.msg}") from None
     except (ValueError, RecursionError, MemoryError) as exc:   # digits, nesting

@@ -171,7 +171,8 @@ class _SpecBuilder(SpecContext):
             from .triton_entry import read_triton_entry
             self.triton = read_triton_entry(path, with_signature="signature" not in t)
             name = name or self.triton.name
-        return KernelRef(kind, path, name, tuple(options), arch, include, compiler)
+        reinterpret = tuple(self.strings(node, "reinterpret"))
+        return KernelRef(kind, path, name, tuple(options), arch, include, compiler, reinterpret)
 
     def include_dirs(self, node: Any) -> tuple[Path, ...]:
         folders = []
@@ -184,7 +185,7 @@ class _SpecBuilder(SpecContext):
         return tuple(folders)
 
     def strings(self, node: Any, key: str) -> list[str]:
-        """kernel.options or kernel.include: a list of strings, `{NAME}` filled in."""
+        """kernel.options, include or reinterpret: a list of strings, `{NAME}` filled in."""
         values = node.get(key, [])
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
             raise self.error("must be a list of strings", f"kernel.{key}", node, key)

@@ -24,6 +24,7 @@ class KernelRef:
     arch: str | None = None         # compile target without a GPU (`source:` / `ptx:`)
     include: tuple[Path, ...] = ()  # include folders for `source:`, resolved
     compiler: str = "nvrtc"         # one of COMPILERS, for `source:`
+    reinterpret: tuple[str, ...] = ()   # parameters typed apart from their C++ type on purpose
 
 
 # `random`'s defaults by kind and the normal's reach (in std): hostdata draws

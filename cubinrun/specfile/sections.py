@@ -80,6 +80,9 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
             "`nvcc` (a whole .cu file, host code included).", choices=COMPILERS),
         Key("arch", "arch", "The target (`sm_90`, `sm_90a`) for compiling `source:` or `ptx:` "
             "without a GPU."),
+        Key("reinterpret", "strings", "Parameters the signature types apart from their C++ "
+            "declaration on purpose (`[out]` for a `float*` given as `*fp16`): passed as the "
+            "signature says, not refused."),
     ),
     "launch": (
         Key("num_warps", "expr", "Warps per block (`block` defaults to `32 * num_warps`); "
