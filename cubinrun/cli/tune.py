@@ -238,7 +238,8 @@ def _search(space, args: TuneArgs) -> int:
     evaluator, gpu, arch, extra = _evaluator(space, args, objective)
     prebuilder = None
     try:
-        url = args.storage or store.default_url(args.spec)
+        # a replay is a simulation: it keeps nothing unless --storage says where
+        url = args.storage or (None if args.replay else store.default_url(args.spec))
         if store.is_new(url):
             # nothing is stored yet, so every point will run: the workers start
             # CUDA now, while this process imports Optuna and opens the storage
@@ -275,8 +276,10 @@ def _search(space, args: TuneArgs) -> int:
     first = search.first_run_at or searched
     seconds = {"to_first_run": first - started, "search": searched - first,
                "retime": retimed - searched, "close": time.perf_counter() - retimed}
+    replay_best = evaluator.best(space) if args.replay else None
     return _report(args, space, objective, gpu, url, name, everything, measured_now,
-                   candidates, retimed_now, search, time.perf_counter() - started, seconds)
+                   candidates, retimed_now, search, time.perf_counter() - started, seconds,
+                   replay_best)
 
 
 def _in_order(stored: dict, mine: list) -> list:
@@ -373,7 +376,8 @@ class _Progress:
 
 
 def _report(args: TuneArgs, space, objective, gpu, url, name, everything, measured_now,
-            candidates, retimed_now, search, wall_s, seconds: dict | None = None) -> int:
+            candidates, retimed_now, search, wall_s, seconds: dict | None = None,
+            replay_best: float | None = None) -> int:
     from ..errors import EXIT_CHECK_FAILED, EXIT_OK
     from ..runs.outcome import most_severe
     from ..tune import output, retime, store
@@ -413,6 +417,8 @@ def _report(args: TuneArgs, space, objective, gpu, url, name, everything, measur
         # the first build), the search, the re-timing, closing the workers
         "seconds": {k: round(v, 3) for k, v in (seconds or {}).items()},
     }
+    if args.replay:
+        document["replay"] = _replay_measure(everything, objective, replay_best)
     if args.as_json:
         from .report import print_json
         print_json(document)
@@ -421,9 +427,30 @@ def _report(args: TuneArgs, space, objective, gpu, url, name, everything, measur
     return code
 
 
+def _replay_measure(everything, objective, best: float | None) -> dict:
+    """How good a replayed search was: the evaluations it took to come within
+    1% of the landscape's best (None: it did not)."""
+    from ..tune.evaluate import WITHIN, evaluations_to
+    needed = None if best is None else evaluations_to(
+        [e.value if e.ok else None for e in everything], best, objective)
+    return {"best": best, "tolerance": WITHIN, "evaluations_to_within": needed}
+
+
 def value_text_of(candidate, objective) -> str:
     from ..tune.output import value_text
     return value_text(candidate.value, objective)
+
+
+def _replay_line(document: dict, objective) -> str:
+    from ..tune.output import value_text
+    replay, evaluations = document["replay"], len(document["evaluations"])
+    if replay["best"] is None:
+        return "the replayed file holds no passing configuration of this space"
+    target = (f"within {replay['tolerance']:.0%} of the replay's best "
+              f"({value_text(replay['best'], objective)})")
+    if replay["evaluations_to_within"] is None:
+        return f"not {target} in {evaluations} evaluations"
+    return f"{target} after {replay['evaluations_to_within']} evaluations"
 
 
 def _print_report(document: dict, candidates, objective, best) -> None:
@@ -453,6 +480,8 @@ def _print_report(document: dict, candidates, objective, best) -> None:
             out.print(f"the best leads the next by {document['gap']:.2%}; the top "
                       f"{len(candidates)} span {document['span']:.2%}", markup=False,
                       highlight=False)
+    if "replay" in document:
+        err.print(_replay_line(document, objective), markup=False, highlight=False)
     if best is None:
         err.print("no configuration passed", markup=False, highlight=False)
         return

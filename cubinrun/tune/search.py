@@ -67,6 +67,9 @@ class Search:
         self.report = report or (lambda number, evaluation: None)
         self.until = until or (lambda evaluation: False)        # stop after such a one
         self.rng = random.Random(seed)
+        # who chose what, kept with each measurement: a later tune with another
+        # strategy or seed reuses it and says whose it was
+        self.label = strategy if seed is None else f"{strategy} seed {seed}"
         self.order = list(space.valid)
         if strategy == "random":
             self.rng.shuffle(self.order)
@@ -254,6 +257,8 @@ class Search:
     # -- telling --
 
     def _tell(self, asked: _Asked, evaluation: Evaluation, origin: str) -> None:
+        if origin == "measured":
+            evaluation.by = self.label
         record(asked.trial, asked.point, self.inputs_of(asked.point), evaluation, origin,
                self.strategy in LEARNS_CONSTRAINTS)
         if origin == "measured":
