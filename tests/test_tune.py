@@ -323,6 +323,12 @@ def test_a_tune_goes_on_past_faults_and_failed_checks(fake_sweep, device, capsys
     assert {"init", "upload", "launch", "check", "timing"} <= set(status[(256, 1)]["stages_s"])
     assert set(doc["seconds"]) == {"to_first_run", "search", "retime", "close"}
     assert all(s >= 0 for s in doc["seconds"].values())
+    # summed over the tune's measured runs: a stage's total is its runs' sum
+    spent = doc["spent_s"]
+    measured = [e for e in doc["evaluations"] if e["origin"] == "measured"]
+    assert spent["upload"] == pytest.approx(
+        sum((e["stages_s"] or {}).get("upload", 0) for e in measured), abs=2e-3)
+    assert spent["build_and_load"] > 0 and spent["compile_ahead"] >= 0
     assert sum(doc["seconds"].values()) <= doc["wall_s"] + 0.01
     assert status[(512, 1)]["status"] == "check failed"
     for block in (256, 512):

@@ -261,7 +261,9 @@ def _search(space, args: TuneArgs) -> int:
                         prebuilder, progress)
         search.run()
         searched = time.perf_counter()
+        compile_ahead_s = 0.0
         if prebuilder is not None:
+            compile_ahead_s = prebuilder.seconds()
             prebuilder.close()
             prebuilder = None
         everything = _in_order(store.read_stored(study, inputs_of, space).done,
@@ -276,6 +278,8 @@ def _search(space, args: TuneArgs) -> int:
     first = search.first_run_at or searched
     seconds = {"to_first_run": first - started, "search": searched - first,
                "retime": retimed - searched, "close": time.perf_counter() - retimed}
+    from ..tune.output import time_spent
+    seconds["spent"] = time_spent(search.evaluations, compile_ahead_s)
     replay_best = evaluator.best(space) if args.replay else None
     return _report(args, space, objective, gpu, url, name, everything, measured_now,
                    candidates, retimed_now, search, time.perf_counter() - started, seconds,
@@ -415,7 +419,10 @@ def _report(args: TuneArgs, space, objective, gpu, url, name, everything, measur
         "unchecked": unchecked, "wall_s": round(wall_s, 3), "exit_code": code,
         # where the wall time went: from the start to the first run on the GPU (set-up,
         # the first build), the search, the re-timing, closing the workers
-        "seconds": {k: round(v, 3) for k, v in (seconds or {}).items()},
+        "seconds": {k: round(v, 3) for k, v in (seconds or {}).items() if k != "spent"},
+        # summed over the configurations measured now: the pool's builds, each run's
+        # own build and load, its stages (init, upload, launch, download, check), timing
+        "spent_s": (seconds or {}).get("spent", {}),
     }
     if args.replay:
         document["replay"] = _replay_measure(everything, objective, replay_best)
@@ -480,6 +487,10 @@ def _print_report(document: dict, candidates, objective, best) -> None:
             out.print(f"the best leads the next by {document['gap']:.2%}; the top "
                       f"{len(candidates)} span {document['span']:.2%}", markup=False,
                       highlight=False)
+    if document["measured"] and not document.get("replay"):
+        err.print("time spent: " + ", ".join(f"{name} {value:.2f} s" for name, value in
+                                             document["spent_s"].items() if value),
+                  markup=False, highlight=False)
     if "replay" in document:
         err.print(_replay_line(document, objective), markup=False, highlight=False)
     if best is None:

@@ -24,6 +24,7 @@ class Built:
     status: str
     exit_code: int = 0
     reason: str | None = None
+    seconds: float = 0.0            # the pool process's time on it (off the GPU's path)
 
 
 def build_point(spec: str, overrides: dict[str, str], point: Point, arch: str | None,
@@ -35,6 +36,8 @@ def build_point(spec: str, overrides: dict[str, str], point: Point, arch: str | 
     from ..runs.outcome import RunRecord
     from ..specfile.device_values import for_arch, from_props_file, unavailable
     from ..specfile.locate import locate
+    import time
+    started = time.perf_counter()
     device = from_props_file(props) if props else for_arch(arch) if arch else unavailable()
     try:
         dry_run(spec, overrides, device, arch)
@@ -42,8 +45,9 @@ def build_point(spec: str, overrides: dict[str, str], point: Point, arch: str | 
         if isinstance(error, SpecError):
             locate(error, spec)
         record = RunRecord.failed(RunTask(0, spec, dict(point), overrides), error)
-        return Built(record.status, record.exit_code, record.error)
-    return Built("ok")
+        return Built(record.status, record.exit_code, record.error,
+                     time.perf_counter() - started)
+    return Built("ok", seconds=time.perf_counter() - started)
 
 
 class Prebuilder:
@@ -76,6 +80,11 @@ class Prebuilder:
             except Exception as exc:            # the pool process died: the run will say why
                 out.append(Built("build error", 3, f"the build process failed: {exc}"))
         return out
+
+    def seconds(self) -> float:
+        """The pool's time on the builds that finished (CPU time, beside the GPU's)."""
+        return sum(f.result().seconds for f in self.futures.values()
+                   if f.done() and not f.cancelled() and f.exception() is None)
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)

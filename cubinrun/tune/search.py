@@ -17,7 +17,7 @@ study, until the budget is spent or every valid point is known.
 - The next batch is asked (after the one before the current is told) while
   the current one runs, and its builds start on the CPU cores (prebuild.py)
   while the GPU times the current batch. The
-  first batch does not wait for the pool: a worker builds its point itself
+  first batch does not go to the pool: a worker builds its point itself
   while the run's references are made. A point whose build failed in the pool
   is recorded from that build, never run.
 - A batch is as wide as the evaluator (one per GPU worker), so several GPUs
@@ -131,7 +131,7 @@ class Search:
         """The batch's evaluations, in order, being made on a thread (the workers
         run them; this process waits). The first batch goes to the workers
         at once: each builds its own point while the run's references are made
-        (the pool's build of it is then spare). Later ones wait for their builds,
+        (the pool never gets it). Later ones wait for their builds,
         and a point whose build failed is recorded from the build (its status
         and reason are the run's) without taking a worker's turn on the GPU."""
         failed: dict[str, Evaluation] = {}
@@ -156,7 +156,9 @@ class Search:
         may reach goes to the build pool now, in that order."""
         if self.prebuilder is None:
             return
-        self.prebuilder.submit([a.point for a in first])
+        # not the first batch itself: its workers build it (on the critical path,
+        # while the run's references are made), and a pool build too would be
+        # the same work twice
         if self.strategy in OWN_ORDER:
             taken = {key(a.point) for a in first}
             upcoming = [p for p in self.order if self._free(key(p), taken)]
