@@ -106,7 +106,8 @@ def plot(path: str, all_curves: dict[str, dict[str, list[list[float]]]]) -> None
                                 squeeze=False)
     for axis, (name, curves) in zip(axes[0], all_curves.items()):
         for strategy, runs in curves.items():
-            data = numpy.maximum(numpy.array(runs) * 100, 1e-3)     # percent above the best
+            # percent above the best; before the first passing one, off the top
+            data = numpy.clip(numpy.array(runs) * 100, 1e-3, 1e3)
             x = numpy.arange(1, data.shape[1] + 1)
             line, = axis.plot(x, numpy.median(data, axis=0), label=strategy)
             axis.fill_between(x, numpy.percentile(data, 10, axis=0),
@@ -114,6 +115,7 @@ def plot(path: str, all_curves: dict[str, dict[str, list[list[float]]]]) -> None
                               alpha=0.15)
         axis.axhline(1, color="grey", linewidth=0.8, linestyle=":")
         axis.set_yscale("log")
+        axis.set_ylim(1e-2, 100)
         axis.set_title(name, fontsize=10)
         axis.set_xlabel("evaluations")
     axes[0][0].set_ylabel("best so far: % above the best")
@@ -127,7 +129,7 @@ def main() -> None:
     parser.add_argument("spec", nargs="?")
     parser.add_argument("results", nargs="?")
     parser.add_argument("--landscapes", default="reduction,waves,matmul")
-    parser.add_argument("--strategies", default="random,tpe,cmaes,ils")
+    parser.add_argument("--strategies", default="random,tpe,cmaes,tpe-local")
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--max-evals", type=int, default=60)
     parser.add_argument("--plot", metavar="PNG")

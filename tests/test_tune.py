@@ -118,22 +118,51 @@ def test_model_based_strategies_come_near_the_best_on_a_smooth_landscape(smooth,
     assert doc["best"]["value"] <= best_value("smooth") * 1.05
 
 
-def test_tpe_beats_random_search_on_the_reduction_landscape(tmp_path):
-    """The bench's measure (bench/tune_strategies.py), on 5 seeds: TPE needs far
-    fewer evaluations than random search to come within 1% of the best."""
+def test_the_default_strategy_finds_the_best_within_60_evaluations(tmp_path):
+    """The bench's measure (bench/tune_strategies.py), on 5 seeds: the default
+    comes within 1% of the best in 60 evaluations for most on the reduction
+    landscape (5 points of 792 within 1%); random search, on the same seeds,
+    mostly does not. (The rugged `waves` landscape needs more seeds than a
+    test can afford to tell the strategies apart: docs/tune.md has 40.)"""
+    kind = "reduction"
     sys.path.insert(0, str(REPO / "bench"))
     try:
         import tune_strategies
     finally:
         sys.path.pop(0)
     from cubinrun.tune.evaluate import OBJECTIVES, evaluations_to
-    spec, results = map(str, tunelandscape.write(tmp_path, "reduction"))
-    best = best_value("reduction")
-    needed = []
-    for seed in range(5):
-        found = tune_strategies.run_one(spec, results, "tpe", seed, 60)
-        needed.append(evaluations_to(found, best, OBJECTIVES["time"]) or 61)
-    assert sorted(needed)[2] <= 60, needed        # the goal: a median of 60 or fewer
+    from cubinrun.tune.strategies import DEFAULT
+    spec, results = map(str, tunelandscape.write(tmp_path, kind))
+    best = best_value(kind)
+
+    def hits(strategy: str) -> int:
+        return sum(evaluations_to(tune_strategies.run_one(spec, results, strategy, seed, 60),
+                                  best, OBJECTIVES["time"]) is not None for seed in range(5))
+    assert hits(DEFAULT) >= 4 > hits("random")
+
+
+def test_a_local_step_is_an_unseen_valid_neighbour_of_the_best(smooth):
+    import random
+    from cubinrun.tune.evaluate import OBJECTIVES, Evaluation
+    from cubinrun.tune.local import local_step
+    from cubinrun.tune.space import key, load_space
+    spec, _ = smooth
+    space = load_space(str(spec), {}, constraints=["TILE != 3"])
+    known = {key(p): Evaluation(p, "ok", value=v) for p, v in
+             [({"BX": 64, "TILE": 4}, 1.0), ({"BX": 8, "TILE": 1}, 2.0),
+              ({"BX": 64, "TILE": 5}, None)]}
+    known[key({"BX": 64, "TILE": 5})].status = "check failed"
+    rng, seen = random.Random(0), set()
+    for _ in range(200):
+        step = local_step(space, known, lambda k: k not in known, OBJECTIVES["time"], rng)
+        differs = [a for a in step if step[a] != {"BX": 64, "TILE": 4}[a]]
+        assert len(differs) == 1 and space.is_valid(step) and key(step) not in known
+        seen.add(key(step))
+    # every neighbour comes up: 7 other BX, 5 other TILE (3 fails the constraint, 5 is known)
+    assert len(seen) == 12
+    everything = {key(p): Evaluation(p, "ok", value=1.0) for p in space.valid}
+    assert local_step(space, everything, lambda k: k not in everything, OBJECTIVES["time"],
+                      rng) is None
 
 
 def test_failed_configurations_are_recorded_and_never_win(tmp_path, capsys):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import click
 
 from ..limits import MAX_SAMPLES
+from ..tune.strategies import DEFAULT, STRATEGIES
 from .common import (complete_specs, console, device_option, force_option, json_option,
                      set_option, write_output)
 
@@ -61,10 +62,9 @@ class _TuneCommand(click.Command):
               help="Add or replace a sweep axis, as for launch ('BX=[16,32,64]').")
 @click.option("--constraint", "constraints", multiple=True, metavar="EXPR",
               help="A point is searched only where EXPR holds (repeatable).")
-@click.option("--strategy", type=click.Choice(["brute", "random", "tpe", "cmaes", "gp"]),
-              default="tpe", show_default=True,
-              help="brute: every valid point; random; tpe, cmaes, gp: Optuna's model-based "
-              "samplers.")
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=DEFAULT, show_default=True,
+              help="brute: every valid point; random; tpe-local: TPE with local steps from "
+              "the best; tpe, cmaes, gp: Optuna's model-based samplers.")
 @click.option("--max-evals", type=click.IntRange(1), default=None, metavar="N",
               help="Stop once N configurations are known (measured now or before).")
 @click.option("--time-limit", type=click.FloatRange(0, min_open=True), default=None,
@@ -73,7 +73,8 @@ class _TuneCommand(click.Command):
 @click.option("--objective", type=click.Choice(["time", "energy", "gbps", "tflops"]),
               default="time", show_default=True, help="What to optimise.")
 @click.option("--storage", metavar="URL", help="Where every evaluation is kept: an SQLAlchemy "
-              "URL (default sqlite:///<spec>.tune.sqlite beside the spec).")
+              "URL (default sqlite:///<spec>.tune.sqlite beside the spec; a replay keeps "
+              "nothing without it).")
 @click.option("--top-k", type=click.IntRange(1, 100), default=5, show_default=True,
               metavar="K", help="Re-time the best K interleaved at the end.")
 @click.option("--rounds", type=click.IntRange(1, 100), default=3, show_default=True,

@@ -35,7 +35,8 @@ from ..hostdata.threads import on_thread
 from .evaluate import Evaluation, Objective
 from .space import Point, TuneSpace, key
 from .store import measured_with, read_stored, record
-from .strategies import LEARNS_CONSTRAINTS, OWN_ORDER
+from .local import is_local_turn, local_step
+from .strategies import LEARNS_CONSTRAINTS, LOCAL_STEPS, OWN_ORDER
 
 MAX_MISSES = 10         # proposals in a row that are invalid or known before a random pick
 
@@ -217,6 +218,11 @@ class Search:
             return None
         if self.strategy in OWN_ORDER:
             return self._chosen(self._first_unseen(taken))
+        if self.strategy in LOCAL_STEPS and is_local_turn(len(self.known) + len(taken)):
+            step = local_step(self.space, self.known, lambda k: self._free(k, taken),
+                              self.objective, self.rng)
+            if step is not None:
+                return self._chosen(step)
         misses = 0
         while misses < MAX_MISSES:
             trial = self.study.ask(self.distributions)
