@@ -418,7 +418,8 @@ def test_several_gpus_evaluate_at_once_against_one_storage(fake_sweep, fake_libc
 
 def test_a_point_whose_build_failed_ahead_is_recorded_without_a_run(smooth, tmp_path):
     """The pool's build says how the run would end (tune/prebuild.py): such a
-    point takes no turn on the GPU. The first batch never waits for the pool."""
+    point takes no turn on the GPU. The first batch never waits for the pool,
+    nor goes to it."""
     from cubinrun.tune import store
     from cubinrun.tune.evaluate import OBJECTIVES, ReplayEvaluator
     from cubinrun.tune.prebuild import Built
@@ -430,7 +431,7 @@ def test_a_point_whose_build_failed_ahead_is_recorded_without_a_run(smooth, tmp_
     objective = OBJECTIVES["time"]
     replay = ReplayEvaluator(results, objective)
     first, bad = space.valid[0], space.valid[3]
-    ran, waited = [], []
+    ran, waited, submitted = [], [], []
 
     class Recording:
         width = 1
@@ -444,7 +445,7 @@ def test_a_point_whose_build_failed_ahead_is_recorded_without_a_run(smooth, tmp_
 
     class Pool:
         def submit(self, points):
-            pass
+            submitted.extend(points)
 
         def wait(self, points):
             waited.extend(points)
@@ -460,6 +461,9 @@ def test_a_point_whose_build_failed_ahead_is_recorded_without_a_run(smooth, tmp_
         "invalid", "needs 99 KiB of shared memory", 3)
     assert ran == [p for p in space.valid[:8] if p != bad]
     assert first not in waited and bad in waited
+    # the first point is its worker's to build, and the pool builds it no second time;
+    # brute force knows its order, so the rest of the budget went to the pool at once
+    assert first not in submitted and submitted[:7] == space.valid[1:8]
 
 
 def test_only_a_missing_sqlite_file_is_surely_a_new_storage(tmp_path):
