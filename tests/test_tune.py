@@ -485,3 +485,37 @@ def test_a_tune_without_optuna_says_which_extra_it_needs(smooth, capsys, monkeyp
     assert code == 2
     assert err == "error: cubinrun tune needs Optuna, an optional extra: " \
                   "pip install 'cubinrun[tune]'\n"
+
+
+def test_points_that_share_a_binary_build_it_once(smooth):
+    """The smooth landscape's kernel section reads no var: all 64 points share
+    one binary. The pool gets the first; the rest wait for it, then each
+    checks its own plan against the cached binary."""
+    from concurrent.futures import Future
+    from cubinrun.tune.prebuild import Built, Prebuilder
+    from cubinrun.tune.space import key, load_space
+    spec, _ = smooth
+    (Path(spec).parent / "k.cubin").write_bytes(b"")
+    space = load_space(str(spec), {})
+    submitted = []
+
+    class Pool:
+        def submit(self, function, spec, overrides, point, arch, props):
+            submitted.append(point)
+            future = Future()
+            if len(submitted) > 1:
+                future.set_result(Built("ok"))
+            return future
+
+        def shutdown(self, **_):
+            pass
+
+    builder = Prebuilder(space, "sm_90", pool=Pool())
+    builder.submit(space.valid)
+    assert submitted == [space.valid[0]]
+    first = builder.futures[key(space.valid[0])]
+    builder.submit(space.valid[:2])                 # still compiling: the rest wait
+    assert submitted == [space.valid[0]]
+    first.set_result(Built("ok"))
+    assert [b.status for b in builder.wait(space.valid[:3])] == ["ok"] * 3
+    assert submitted == space.valid          # each once, the first first

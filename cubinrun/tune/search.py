@@ -91,13 +91,16 @@ class Search:
         pending = self._next_batch(set())
         if pending:
             self.evaluator.start()          # workers start CUDA while the first builds run
-            self._build_ahead(pending)
         untold: list[tuple[_Asked, Evaluation]] = []     # measured, not yet told
+        first = True
         try:
             while pending:
                 current = pending
                 planned = {key(a.point) for a in current}
                 running = self._evaluate(current)
+                if first:       # once the first batch is on its way, not before it
+                    self._build_ahead(current)
+                    first = False
                 try:
                     # While this batch runs, the one before is told and the next one
                     # asked, in that order as before: Optuna's reads and writes (~30 ms
