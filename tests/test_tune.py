@@ -84,7 +84,9 @@ def test_a_resumed_tune_measures_nothing_again(smooth, tmp_path, capsys):
     code, second, err = tune_json(capsys, spec, "--replay", results, "--strategy", "random",
                                   "--max-evals", "20", "--seed", "3", *storage)
     assert code == 0 and second["measured"] == 0 and second["stored"] == 20
-    assert second["best"] == first["best"]
+    assert second["best"]["point"] == first["best"]["point"]
+    assert (first["best"]["origin"], second["best"]["origin"]) == ("measured", "stored")
+    assert second["best"]["by"] == "random seed 3"
     # another strategy continues the study: the 20 are reused, said to be random's,
     # and never counted as its own
     code, third, _ = tune_json(capsys, spec, "--replay", results, "--strategy", "brute",

@@ -414,7 +414,8 @@ def _report(args: TuneArgs, space, objective, gpu, url, name, everything, measur
         "invalid_proposals": search.invalid_proposals,
         "evaluations": [e.to_json() for e in everything],
         "best": ({"point": best.point, "value": best.value,
-                  "set": output.set_arguments(best.point)} if best else None),
+                  "set": output.set_arguments(best.point),
+                  **_measured_by(everything, best.point)} if best else None),
         "top": [c.to_json() for c in candidates], "retimed": retimed_now,
         "gap": retime.gap(candidates), "span": retime.span(candidates),
         "unchecked": unchecked, "wall_s": round(wall_s, 3), "exit_code": code,
@@ -433,6 +434,14 @@ def _report(args: TuneArgs, space, objective, gpu, url, name, everything, measur
         return code
     _print_report(document, candidates, objective, best)
     return code
+
+
+def _measured_by(everything, point) -> dict:
+    """Whether this tune measured the best point or reused an earlier one's
+    measurement (another strategy or seed continuing the study), and whose."""
+    from ..tune.space import key
+    found = next((e for e in everything if key(e.point) == key(point)), None)
+    return {"origin": found.origin, "by": found.by} if found is not None else {}
 
 
 def _replay_measure(everything, objective, best: float | None) -> dict:
@@ -498,3 +507,7 @@ def _print_report(document: dict, candidates, objective, best) -> None:
         err.print("no configuration passed", markup=False, highlight=False)
         return
     out.print(f"best: {document['best']['set']}", markup=False, highlight=False)
+    if document["best"].get("origin") == "stored":
+        by = document["best"]["by"] or "unknown"
+        err.print(f"the best was measured by an earlier tune ({by}), read from storage",
+                  markup=False, highlight=False)
