@@ -87,6 +87,10 @@ def test_a_resumed_tune_measures_nothing_again(smooth, tmp_path, capsys):
     assert second["best"]["point"] == first["best"]["point"]
     assert (first["best"]["origin"], second["best"]["origin"]) == ("measured", "stored")
     assert second["best"]["by"] == "random seed 3"
+    code, _, err = run_cli(capsys, "tune", spec, "--replay", results, "--max-evals", "20",
+                           "--seed", "4", *storage)
+    assert code == 0 and "(random seed 3), read from storage" in err
+    assert "--max-evals 20 measures nothing more" in err
     # another strategy continues the study: the 20 are reused, said to be random's,
     # and never counted as its own
     code, third, _ = tune_json(capsys, spec, "--replay", results, "--strategy", "brute",

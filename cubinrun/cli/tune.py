@@ -433,6 +433,11 @@ def _report(args: TuneArgs, space, objective, gpu, url, name, everything, measur
         print_json(document)
         return code
     _print_report(document, candidates, objective, best)
+    if not measured_now and args.max_evals is not None and len(everything) >= args.max_evals:
+        console(stderr=True).print(
+            f"the study already holds {len(everything)} configurations: --max-evals "
+            f"{args.max_evals} measures nothing more (raise it to search further)",
+            markup=False, highlight=False)
     return code
 
 
