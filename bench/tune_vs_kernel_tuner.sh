@@ -8,7 +8,7 @@
 #      10 s, half of Kernel Tuner's 20.6 s measured on the H200);
 #   3. the exhaustive sweep of the same space as `launch --jsonl`, and every
 #      strategy replayed on it (bench/tune_strategies.py) and on the synthetic
-#      reduction landscape (TUNE_LANDSCAPE=0 leaves this step out).
+#      landscapes (TUNE_LANDSCAPE=0 leaves this step out).
 # cubinrun takes at least 7 samples a configuration (--min-samples 7), as
 # Kernel Tuner times each configuration 7 times; it also checks every one.
 # Run from the repository root on the GPU machine, with Kernel Tuner's wheel
@@ -81,7 +81,7 @@ print(json.dumps({"tool": "cubinrun tune", "run": sys.argv[2], "exit": int(sys.a
                   "ok": sum(e["status"] == "ok" for e in doc["evaluations"]),
                   "best": best.get("point"), "best_ms": (best.get("value") or 0) / 1000,
                   "top_span": doc["span"], "retimed": doc["retimed"],
-                  "seconds": doc.get("seconds")}))
+                  "seconds": doc.get("seconds"), "spent_s": doc.get("spent_s")}))
 PY
 done | tee "$out/tune_cubinrun.jsonl"
 
@@ -89,5 +89,5 @@ done | tee "$out/tune_cubinrun.jsonl"
 echo "== the exhaustive sweep as a landscape, and the strategies replayed on it"
 $python -m cubinrun launch "$spec" --jsonl "$out/tune_matmul_landscape.jsonl" >/dev/null 2>&1
 $python bench/tune_strategies.py "$spec" "$out/tune_matmul_landscape.jsonl" \
-    --strategies random,tpe,cmaes --max-evals 40 | tee "$out/tune_strategies_matmul.txt"
-$python bench/tune_strategies.py --strategies random,tpe,cmaes | tee "$out/tune_strategies_reduction.txt"
+    --max-evals 40 | tee "$out/tune_strategies_matmul.txt"
+$python bench/tune_strategies.py | tee "$out/tune_strategies_synthetic.txt"

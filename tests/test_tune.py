@@ -48,20 +48,56 @@ def test_brute_force_replay_measures_every_point_and_finds_the_best(smooth, caps
     assert [e["point"] for e in doc["evaluations"][:3]] == [
         {"BX": 8, "TILE": 1}, {"BX": 8, "TILE": 2}, {"BX": 8, "TILE": 3}]
     assert len(doc["top"]) == 5 and doc["top"][0]["point"] == doc["best"]["point"]
-    assert Path(spec).with_suffix(".tune.sqlite").is_file()       # the default storage
+    assert not Path(spec).with_suffix(".tune.sqlite").exists()    # a replay keeps nothing
+    assert doc["replay"]["evaluations_to_within"] == next(
+        n for n, e in enumerate(doc["evaluations"], 1)
+        if e["value"] <= best_value("smooth") * 1.01)
 
 
-def test_a_resumed_tune_measures_nothing_again(smooth, capsys):
+def test_replays_with_other_seeds_keep_nothing_and_give_their_own_answers(tmp_path, capsys):
+    """The issue's case: two replays one after the other, only --seed differing,
+    on the rugged landscape; each searches afresh and says how soon it came
+    within 1% of the landscape's best."""
+    spec, results = tunelandscape.write(tmp_path, "waves")
+    runs = []
+    for seed in ("1", "2"):
+        code, out, err = run_cli(capsys, "tune", spec, "--replay", results, "--max-evals", "30",
+                                 "--seed", seed, "--json")
+        runs.append(json.loads(out))
+        assert code == 0 and runs[-1]["measured"] == 30 and runs[-1]["stored"] == 0
+        assert runs[-1]["storage"].startswith("memory")
+    assert [e["point"] for e in runs[0]["evaluations"]] != \
+        [e["point"] for e in runs[1]["evaluations"]]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["waves.jsonl", "waves.yaml"]
+    code, _, err = run_cli(capsys, "tune", spec, "--replay", results, "--strategy", "brute",
+                           "--max-evals", "5")
+    best = min(tunelandscape.values("waves"))
+    assert f"not within 1% of the replay's best ({best:.4g} us) in 5 evaluations" in err
+
+
+def test_a_resumed_tune_measures_nothing_again(smooth, tmp_path, capsys):
     spec, results = smooth
+    storage = ("--storage", f"sqlite:///{tmp_path}/study.sqlite")
     code, first, _ = tune_json(capsys, spec, "--replay", results, "--strategy", "random",
-                               "--max-evals", "20", "--seed", "3")
+                               "--max-evals", "20", "--seed", "3", *storage)
     assert code == 0 and first["measured"] == 20
-    code, second, _ = tune_json(capsys, spec, "--replay", results, "--strategy", "random",
-                                "--max-evals", "20", "--seed", "3")
+    code, second, err = tune_json(capsys, spec, "--replay", results, "--strategy", "random",
+                                  "--max-evals", "20", "--seed", "3", *storage)
     assert code == 0 and second["measured"] == 0 and second["stored"] == 20
-    assert second["best"] == first["best"]
-    code, third, _ = tune_json(capsys, spec, "--replay", results, "--strategy", "brute")
+    assert second["best"]["point"] == first["best"]["point"]
+    assert (first["best"]["origin"], second["best"]["origin"]) == ("measured", "stored")
+    assert second["best"]["by"] == "random seed 3"
+    code, _, err = run_cli(capsys, "tune", spec, "--replay", results, "--max-evals", "20",
+                           "--seed", "4", *storage)
+    assert code == 0 and "(random seed 3), read from storage" in err
+    assert "--max-evals 20 measures nothing more" in err
+    # another strategy continues the study: the 20 are reused, said to be random's,
+    # and never counted as its own
+    code, third, _ = tune_json(capsys, spec, "--replay", results, "--strategy", "brute",
+                               *storage)
     assert third["measured"] == 44 and third["stored"] == 20
+    by = [e["by"] for e in third["evaluations"]]
+    assert by.count("random seed 3") == 20 and by.count("brute") == 44
     measured = [e["point"] for e in third["evaluations"]]
     assert len({json.dumps(p, sort_keys=True) for p in measured}) == 64     # none twice
 
@@ -88,21 +124,51 @@ def test_model_based_strategies_come_near_the_best_on_a_smooth_landscape(smooth,
     assert doc["best"]["value"] <= best_value("smooth") * 1.05
 
 
-def test_tpe_beats_random_search_on_the_reduction_landscape(tmp_path):
-    """The bench's measure (bench/tune_strategies.py), on 5 seeds: TPE needs far
-    fewer evaluations than random search to come within 1% of the best."""
+def test_the_default_strategy_finds_the_best_within_60_evaluations(tmp_path):
+    """The bench's measure (bench/tune_strategies.py), on 5 seeds: the default
+    comes within 1% of the best in 60 evaluations for most on the reduction
+    landscape (5 points of 792 within 1%); random search, on the same seeds,
+    mostly does not. (The rugged `waves` landscape needs more seeds than a
+    test can afford to tell the strategies apart: docs/tune.md has 40.)"""
+    kind = "reduction"
     sys.path.insert(0, str(REPO / "bench"))
     try:
         import tune_strategies
     finally:
         sys.path.pop(0)
-    spec, results = map(str, tunelandscape.write(tmp_path, "reduction"))
-    best = best_value("reduction")
-    needed = []
-    for seed in range(5):
-        found = tune_strategies.run_one(spec, results, "tpe", seed, 300, best * 1.01)
-        needed.append(tune_strategies.evaluations_to(found, best, 0.01) or 300)
-    assert sorted(needed)[2] <= 60, needed        # the goal: a median of 60 or fewer
+    from cubinrun.tune.evaluate import OBJECTIVES, evaluations_to
+    from cubinrun.tune.strategies import DEFAULT
+    spec, results = map(str, tunelandscape.write(tmp_path, kind))
+    best = best_value(kind)
+
+    def hits(strategy: str) -> int:
+        return sum(evaluations_to(tune_strategies.run_one(spec, results, strategy, seed, 60),
+                                  best, OBJECTIVES["time"]) is not None for seed in range(5))
+    assert hits(DEFAULT) >= 4 > hits("random")
+
+
+def test_a_local_step_is_an_unseen_valid_neighbour_of_the_best(smooth):
+    import random
+    from cubinrun.tune.evaluate import OBJECTIVES, Evaluation
+    from cubinrun.tune.local import local_step
+    from cubinrun.tune.space import key, load_space
+    spec, _ = smooth
+    space = load_space(str(spec), {}, constraints=["TILE != 3"])
+    known = {key(p): Evaluation(p, "ok", value=v) for p, v in
+             [({"BX": 64, "TILE": 4}, 1.0), ({"BX": 8, "TILE": 1}, 2.0),
+              ({"BX": 64, "TILE": 5}, None)]}
+    known[key({"BX": 64, "TILE": 5})].status = "check failed"
+    rng, seen = random.Random(0), set()
+    for _ in range(200):
+        step = local_step(space, known, lambda k: k not in known, OBJECTIVES["time"], rng)
+        differs = [a for a in step if step[a] != {"BX": 64, "TILE": 4}[a]]
+        assert len(differs) == 1 and space.is_valid(step) and key(step) not in known
+        seen.add(key(step))
+    # every neighbour comes up: 7 other BX, 5 other TILE (3 fails the constraint, 5 is known)
+    assert len(seen) == 12
+    everything = {key(p): Evaluation(p, "ok", value=1.0) for p in space.valid}
+    assert local_step(space, everything, lambda k: k not in everything, OBJECTIVES["time"],
+                      rng) is None
 
 
 def test_failed_configurations_are_recorded_and_never_win(tmp_path, capsys):
@@ -202,13 +268,15 @@ def test_two_processes_share_one_sqlite_study(smooth):
     point at most once or twice (a race between looking up and claiming), and
     a third run finds everything stored."""
     spec, results = smooth
-    docs = run_concurrently([spec, "--replay", str(results), "--strategy", "brute"], 2)
+    args = [spec, "--replay", str(results), "--strategy", "brute",
+            "--storage", f"sqlite:///{Path(spec).with_suffix('.tune.sqlite')}"]
+    docs = run_concurrently(args, 2)
     measured = [json.dumps(e["point"], sort_keys=True) for d in docs for e in d["evaluations"]
                 if e["origin"] == "measured"]
     assert set(measured) == {json.dumps(p, sort_keys=True)
                              for p in tunelandscape.points(tunelandscape.SMOOTH_AXES)}
     assert sum(d["measured"] for d in docs) <= 64 + 8
-    third = run_concurrently([spec, "--replay", str(results), "--strategy", "brute"], 1)[0]
+    third = run_concurrently(args, 1)[0]
     assert third["measured"] == 0
 
 
@@ -290,6 +358,12 @@ def test_a_tune_goes_on_past_faults_and_failed_checks(fake_sweep, device, capsys
     assert {"init", "upload", "launch", "check", "timing"} <= set(status[(256, 1)]["stages_s"])
     assert set(doc["seconds"]) == {"to_first_run", "search", "retime", "close"}
     assert all(s >= 0 for s in doc["seconds"].values())
+    # summed over the tune's measured runs: a stage's total is its runs' sum
+    spent = doc["spent_s"]
+    measured = [e for e in doc["evaluations"] if e["origin"] == "measured"]
+    assert spent["upload"] == pytest.approx(
+        sum((e["stages_s"] or {}).get("upload", 0) for e in measured), abs=2e-3)
+    assert spent["build_and_load"] > 0 and spent["compile_ahead"] >= 0
     assert sum(doc["seconds"].values()) <= doc["wall_s"] + 0.01
     assert status[(512, 1)]["status"] == "check failed"
     for block in (256, 512):
@@ -350,7 +424,8 @@ def test_several_gpus_evaluate_at_once_against_one_storage(fake_sweep, fake_libc
 
 def test_a_point_whose_build_failed_ahead_is_recorded_without_a_run(smooth, tmp_path):
     """The pool's build says how the run would end (tune/prebuild.py): such a
-    point takes no turn on the GPU. The first batch never waits for the pool."""
+    point takes no turn on the GPU. The first batch never waits for the pool,
+    nor goes to it."""
     from cubinrun.tune import store
     from cubinrun.tune.evaluate import OBJECTIVES, ReplayEvaluator
     from cubinrun.tune.prebuild import Built
@@ -362,7 +437,7 @@ def test_a_point_whose_build_failed_ahead_is_recorded_without_a_run(smooth, tmp_
     objective = OBJECTIVES["time"]
     replay = ReplayEvaluator(results, objective)
     first, bad = space.valid[0], space.valid[3]
-    ran, waited = [], []
+    ran, waited, submitted = [], [], []
 
     class Recording:
         width = 1
@@ -376,7 +451,7 @@ def test_a_point_whose_build_failed_ahead_is_recorded_without_a_run(smooth, tmp_
 
     class Pool:
         def submit(self, points):
-            pass
+            submitted.extend(points)
 
         def wait(self, points):
             waited.extend(points)
@@ -392,6 +467,9 @@ def test_a_point_whose_build_failed_ahead_is_recorded_without_a_run(smooth, tmp_
         "invalid", "needs 99 KiB of shared memory", 3)
     assert ran == [p for p in space.valid[:8] if p != bad]
     assert first not in waited and bad in waited
+    # the first point is its worker's to build, and the pool builds it no second time;
+    # brute force knows its order, so the rest of the budget went to the pool at once
+    assert first not in submitted and submitted[:7] == space.valid[1:8]
 
 
 def test_only_a_missing_sqlite_file_is_surely_a_new_storage(tmp_path):
@@ -413,3 +491,37 @@ def test_a_tune_without_optuna_says_which_extra_it_needs(smooth, capsys, monkeyp
     assert code == 2
     assert err == "error: cubinrun tune needs Optuna, an optional extra: " \
                   "pip install 'cubinrun[tune]'\n"
+
+
+def test_points_that_share_a_binary_build_it_once(smooth):
+    """The smooth landscape's kernel section reads no var: all 64 points share
+    one binary. The pool gets the first; the rest wait for it, then each
+    checks its own plan against the cached binary."""
+    from concurrent.futures import Future
+    from cubinrun.tune.prebuild import Built, Prebuilder
+    from cubinrun.tune.space import key, load_space
+    spec, _ = smooth
+    (Path(spec).parent / "k.cubin").write_bytes(b"")
+    space = load_space(str(spec), {})
+    submitted = []
+
+    class Pool:
+        def submit(self, function, spec, overrides, point, arch, props):
+            submitted.append(point)
+            future = Future()
+            if len(submitted) > 1:
+                future.set_result(Built("ok"))
+            return future
+
+        def shutdown(self, **_):
+            pass
+
+    builder = Prebuilder(space, "sm_90", pool=Pool())
+    builder.submit(space.valid)
+    assert submitted == [space.valid[0]]
+    first = builder.futures[key(space.valid[0])]
+    builder.submit(space.valid[:2])                 # still compiling: the rest wait
+    assert submitted == [space.valid[0]]
+    first.set_result(Built("ok"))
+    assert [b.status for b in builder.wait(space.valid[:3])] == ["ok"] * 3
+    assert submitted == space.valid          # each once, the first first

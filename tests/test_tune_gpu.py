@@ -1,7 +1,8 @@
 """`cubinrun tune` on a real GPU: a space where one configuration faults (an
-illegal address: its worker is replaced) and one computes a wrong result;
-the tune goes on, the right configuration wins, and a resumed tune measures
-nothing."""
+illegal address: its worker is replaced), one computes a wrong result and
+one does not compile; the tune goes on, the right configuration wins, the
+one that does not compile never reaches the GPU, the report says where the
+time went, and a resumed tune measures nothing."""
 from __future__ import annotations
 
 import json
@@ -20,6 +21,8 @@ extern "C" __global__ void fill(float* out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
 #if VARIANT == 1
     if (i == 0) *(volatile int*)0x10 = 1;          // faults: an illegal address
+#elif VARIANT == 3
+    this does not compile;
 #endif
     if (i < n) out[i] = VARIANT == 2 ? 2.0f : 1.0f;  // 2: a wrong result
 }
@@ -40,7 +43,7 @@ block: [BLOCK]
 check:
   out: {expect: 1}
 sweep:
-  VARIANT: [0, 1, 2]
+  VARIANT: [0, 1, 2, 3]
   BLOCK: [128, 256]
 """
 
@@ -65,7 +68,14 @@ def test_faults_and_wrong_results_do_not_stop_a_tune_on_the_gpu(tmp_path):
     by_variant = {}
     for e in doc["evaluations"]:
         by_variant.setdefault(e["point"]["VARIANT"], set()).add(e["status"])
-    assert by_variant == {0: {"ok"}, 1: {"CUDA error"}, 2: {"check failed"}}
+    assert by_variant == {0: {"ok"}, 1: {"CUDA error"}, 2: {"check failed"},
+                          3: {"build error"}}
+    # the build pool found VARIANT=3 failing (all but the first batch go through it):
+    # recorded from that build, no run, so no stage of a run
+    assert all(e["stages_s"] is None for e in doc["evaluations"]
+               if e["point"]["VARIANT"] == 3)
+    spent = doc["spent_s"]
+    assert spent["compile_ahead"] > 0 and spent["timing"] > 0 and spent["upload"] >= 0
     assert doc["best"]["point"]["VARIANT"] == 0 and doc["retimed"]
     assert len(doc["top"]) == 2 and all(len(c["rounds"]) == 3 for c in doc["top"])
     code, again, err = tune(spec, "--strategy", "brute", "--top-k", "2")

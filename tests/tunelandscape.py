@@ -2,6 +2,11 @@
 --jsonl` results of an exhaustive sweep over them, made up (no GPU needed).
 
 - `smooth`: a small 2-axis space (64 points) with one optimum.
+- `waves`: the reduction's space, rugged as a measured one: partial waves of
+  blocks make neighbouring num_blocks differ (4 points within 1%).
+- `matmul`: a tiled matmul's 4 axes (384 points), a fifth of them failing
+  (too many threads, too much shared memory), with a cliff where registers
+  spill.
 - `reduction`: shaped like Kernel Tuner's reduction example over its own
   792 points (block_size_x 32..1024, use_shuffle, vector 1/2/4, num_blocks 22
   values): a memory-bound kernel whose time falls with enough bytes in flight
@@ -64,13 +69,62 @@ def reduction_time(point: dict) -> float:
     return time
 
 
+SMS = 132                   # the H200's multiprocessors
+
+
+def waves_time(point: dict) -> float:
+    """The reduction again, with what makes a measured one rugged: only the
+    blocks resident at once keep bytes in flight, and a last, partial wave of
+    blocks leaves the GPU part idle, so neighbouring num_blocks can differ."""
+    block, blocks = point["block_size_x"], point["num_blocks"]
+    slots = SMS * min(32, 2048 // block)                    # blocks resident at once
+    resident = min(blocks, slots)
+    efficiency = 1 - math.exp(-resident * block * point["vector"] / 120_000)
+    tail = math.ceil(blocks / slots) * slots / blocks       # 1: whole waves only
+    stream = 320e6 / (4.0e12 * 0.93 * efficiency) * 1e6 * tail ** 0.25
+    tree = math.log2(block) * (0.35 if point["use_shuffle"] else 0.9)
+    return (stream + blocks * 0.002 + tree) * _jitter(point, 0.004)
+
+
+MATMUL_AXES = {"block_size_x": [16, 32, 64, 128], "block_size_y": [1, 2, 4, 8, 16, 32],
+               "tile_size_x": [1, 2, 4, 8], "tile_size_y": [1, 2, 4, 8]}
+
+
+def matmul_fails(point: dict) -> str | None:
+    """Why a configuration of the matmul landscape does not run, if it does not."""
+    threads = point["block_size_x"] * point["block_size_y"]
+    if threads < 32 or threads > 1024:
+        return "invalid"
+    shared = (point["block_size_x"] * point["tile_size_x"] +
+              point["block_size_y"] * point["tile_size_y"]) * 16 * 4
+    return "build error" if shared > 48 * 1024 else None
+
+
+def matmul_time(point: dict) -> float:
+    """A 4096^3 tiled fp32 matmul: each thread's tile reuses its loads (more
+    work a thread, fewer loads a flop) until its registers spill, and the
+    registers a block takes bound how many blocks an SM holds."""
+    tx, ty = point["tile_size_x"], point["tile_size_y"]
+    threads = point["block_size_x"] * point["block_size_y"]
+    registers = 24 + 2 * tx * ty + tx + ty
+    spill = 3.0 if registers > 128 else 1.0
+    resident = min(2048, 65536 // max(registers, 32) // threads * threads) / 2048
+    reuse = (tx * ty) / (tx + ty)                           # flops per load
+    coalesced = min(1.0, point["block_size_x"] * tx / 64) ** 0.3
+    rate = 60.0 * reuse / (reuse + 1.5) * (0.4 + 0.6 * resident) * coalesced
+    return 2 * 4096 ** 3 / (rate * 1e12) * 1e6 * spill * _jitter(point, 0.01)
+
+
 def smooth_time(point: dict) -> float:
     return (100 + (math.log2(point["BX"]) - 6) ** 2 * 8 + (point["TILE"] - 5) ** 2 * 5) \
         * _jitter(point, 0.002)
 
 
 LANDSCAPES = {"reduction": (REDUCTION_AXES, reduction_time, "sum_floats"),
+              "waves": (REDUCTION_AXES, waves_time, "sum_floats"),
+              "matmul": (MATMUL_AXES, matmul_time, "matmul"),
               "smooth": (SMOOTH_AXES, smooth_time, "mm")}
+FAILS = {"matmul": matmul_fails}         # landscapes where some configurations fail
 
 
 def write(folder: Path, kind: str = "smooth", device: str = "Fake H200",
@@ -88,7 +142,7 @@ def write(folder: Path, kind: str = "smooth", device: str = "Fake H200",
                   "status": "ok", "device": {"name": device},
                   "timing": {"median_us": round(time_of(point), 4)},
                   "check": {"passed": True}, "wall_s": 0.01}
-        failure = (fail or {}).get(json.dumps(point, sort_keys=True))
+        failure = (fail or {}).get(json.dumps(point, sort_keys=True)) or _failure(kind, point)
         if failure:
             result.update(failure)
             result.pop("timing", None)
@@ -98,6 +152,13 @@ def write(folder: Path, kind: str = "smooth", device: str = "Fake H200",
     return spec, results
 
 
+def _failure(kind: str, point: dict) -> dict | None:
+    status = FAILS[kind](point) if kind in FAILS else None
+    if status is None:
+        return None
+    return {"exit_code": 3, "status": status, "error": {"message": f"{status} (made up)"}}
+
+
 def points(axes: dict) -> list[dict]:
     import itertools
     return [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
@@ -105,4 +166,4 @@ def points(axes: dict) -> list[dict]:
 
 def values(kind: str) -> list[float]:
     axes, time_of, _ = LANDSCAPES[kind]
-    return [time_of(p) for p in points(axes)]
+    return [time_of(p) for p in points(axes) if _failure(kind, p) is None]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import click
 
 from ..limits import MAX_SAMPLES
+from ..tune.strategies import DEFAULT, STRATEGIES
 from .common import (complete_specs, console, device_option, force_option, json_option,
                      set_option, write_output)
 
@@ -61,10 +62,9 @@ class _TuneCommand(click.Command):
               help="Add or replace a sweep axis, as for launch ('BX=[16,32,64]').")
 @click.option("--constraint", "constraints", multiple=True, metavar="EXPR",
               help="A point is searched only where EXPR holds (repeatable).")
-@click.option("--strategy", type=click.Choice(["brute", "random", "tpe", "cmaes", "gp"]),
-              default="tpe", show_default=True,
-              help="brute: every valid point; random; tpe, cmaes, gp: Optuna's model-based "
-              "samplers.")
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=DEFAULT, show_default=True,
+              help="brute: every valid point; random; tpe-local: TPE with local steps from "
+              "the best; tpe, cmaes, gp: Optuna's model-based samplers.")
 @click.option("--max-evals", type=click.IntRange(1), default=None, metavar="N",
               help="Stop once N configurations are known (measured now or before).")
 @click.option("--time-limit", type=click.FloatRange(0, min_open=True), default=None,
@@ -73,7 +73,8 @@ class _TuneCommand(click.Command):
 @click.option("--objective", type=click.Choice(["time", "energy", "gbps", "tflops"]),
               default="time", show_default=True, help="What to optimise.")
 @click.option("--storage", metavar="URL", help="Where every evaluation is kept: an SQLAlchemy "
-              "URL (default sqlite:///<spec>.tune.sqlite beside the spec).")
+              "URL (default sqlite:///<spec>.tune.sqlite beside the spec; a replay keeps "
+              "nothing without it).")
 @click.option("--top-k", type=click.IntRange(1, 100), default=5, show_default=True,
               metavar="K", help="Re-time the best K interleaved at the end.")
 @click.option("--rounds", type=click.IntRange(1, 100), default=3, show_default=True,
@@ -238,7 +239,8 @@ def _search(space, args: TuneArgs) -> int:
     evaluator, gpu, arch, extra = _evaluator(space, args, objective)
     prebuilder = None
     try:
-        url = args.storage or store.default_url(args.spec)
+        # a replay is a simulation: it keeps nothing unless --storage says where
+        url = args.storage or (None if args.replay else store.default_url(args.spec))
         if store.is_new(url):
             # nothing is stored yet, so every point will run: the workers start
             # CUDA now, while this process imports Optuna and opens the storage
@@ -260,7 +262,9 @@ def _search(space, args: TuneArgs) -> int:
                         prebuilder, progress)
         search.run()
         searched = time.perf_counter()
+        compile_ahead_s = 0.0
         if prebuilder is not None:
+            compile_ahead_s = prebuilder.seconds()
             prebuilder.close()
             prebuilder = None
         everything = _in_order(store.read_stored(study, inputs_of, space).done,
@@ -275,8 +279,12 @@ def _search(space, args: TuneArgs) -> int:
     first = search.first_run_at or searched
     seconds = {"to_first_run": first - started, "search": searched - first,
                "retime": retimed - searched, "close": time.perf_counter() - retimed}
+    from ..tune.output import time_spent
+    seconds["spent"] = time_spent(search.evaluations, compile_ahead_s)
+    replay_best = evaluator.best(space) if args.replay else None
     return _report(args, space, objective, gpu, url, name, everything, measured_now,
-                   candidates, retimed_now, search, time.perf_counter() - started, seconds)
+                   candidates, retimed_now, search, time.perf_counter() - started, seconds,
+                   replay_best)
 
 
 def _in_order(stored: dict, mine: list) -> list:
@@ -373,7 +381,8 @@ class _Progress:
 
 
 def _report(args: TuneArgs, space, objective, gpu, url, name, everything, measured_now,
-            candidates, retimed_now, search, wall_s, seconds: dict | None = None) -> int:
+            candidates, retimed_now, search, wall_s, seconds: dict | None = None,
+            replay_best: float | None = None) -> int:
     from ..errors import EXIT_CHECK_FAILED, EXIT_OK
     from ..runs.outcome import most_severe
     from ..tune import output, retime, store
@@ -405,25 +414,65 @@ def _report(args: TuneArgs, space, objective, gpu, url, name, everything, measur
         "invalid_proposals": search.invalid_proposals,
         "evaluations": [e.to_json() for e in everything],
         "best": ({"point": best.point, "value": best.value,
-                  "set": output.set_arguments(best.point)} if best else None),
+                  "set": output.set_arguments(best.point),
+                  **_measured_by(everything, best.point)} if best else None),
         "top": [c.to_json() for c in candidates], "retimed": retimed_now,
         "gap": retime.gap(candidates), "span": retime.span(candidates),
         "unchecked": unchecked, "wall_s": round(wall_s, 3), "exit_code": code,
         # where the wall time went: from the start to the first run on the GPU (set-up,
         # the first build), the search, the re-timing, closing the workers
-        "seconds": {k: round(v, 3) for k, v in (seconds or {}).items()},
+        "seconds": {k: round(v, 3) for k, v in (seconds or {}).items() if k != "spent"},
+        # summed over the configurations measured now: the pool's builds, each run's
+        # own build and load, its stages (init, upload, launch, download, check), timing
+        "spent_s": (seconds or {}).get("spent", {}),
     }
+    if args.replay:
+        document["replay"] = _replay_measure(everything, objective, replay_best)
     if args.as_json:
         from .report import print_json
         print_json(document)
         return code
     _print_report(document, candidates, objective, best)
+    if not measured_now and args.max_evals is not None and len(everything) >= args.max_evals:
+        console(stderr=True).print(
+            f"the study already holds {len(everything)} configurations: --max-evals "
+            f"{args.max_evals} measures nothing more (raise it to search further)",
+            markup=False, highlight=False)
     return code
+
+
+def _measured_by(everything, point) -> dict:
+    """Whether this tune measured the best point or reused an earlier one's
+    measurement (another strategy or seed continuing the study), and whose."""
+    from ..tune.space import key
+    found = next((e for e in everything if key(e.point) == key(point)), None)
+    return {"origin": found.origin, "by": found.by} if found is not None else {}
+
+
+def _replay_measure(everything, objective, best: float | None) -> dict:
+    """How good a replayed search was: the evaluations it took to come within
+    1% of the landscape's best (None: it did not)."""
+    from ..tune.evaluate import WITHIN, evaluations_to
+    needed = None if best is None else evaluations_to(
+        [e.value if e.ok else None for e in everything], best, objective)
+    return {"best": best, "tolerance": WITHIN, "evaluations_to_within": needed}
 
 
 def value_text_of(candidate, objective) -> str:
     from ..tune.output import value_text
     return value_text(candidate.value, objective)
+
+
+def _replay_line(document: dict, objective) -> str:
+    from ..tune.output import value_text
+    replay, evaluations = document["replay"], len(document["evaluations"])
+    if replay["best"] is None:
+        return "the replayed file holds no passing configuration of this space"
+    target = (f"within {replay['tolerance']:.0%} of the replay's best "
+              f"({value_text(replay['best'], objective)})")
+    if replay["evaluations_to_within"] is None:
+        return f"not {target} in {evaluations} evaluations"
+    return f"{target} after {replay['evaluations_to_within']} evaluations"
 
 
 def _print_report(document: dict, candidates, objective, best) -> None:
@@ -453,7 +502,17 @@ def _print_report(document: dict, candidates, objective, best) -> None:
             out.print(f"the best leads the next by {document['gap']:.2%}; the top "
                       f"{len(candidates)} span {document['span']:.2%}", markup=False,
                       highlight=False)
+    if document["measured"] and not document.get("replay"):
+        err.print("time spent: " + ", ".join(f"{name} {value:.2f} s" for name, value in
+                                             document["spent_s"].items() if value),
+                  markup=False, highlight=False)
+    if "replay" in document:
+        err.print(_replay_line(document, objective), markup=False, highlight=False)
     if best is None:
         err.print("no configuration passed", markup=False, highlight=False)
         return
     out.print(f"best: {document['best']['set']}", markup=False, highlight=False)
+    if document["best"].get("origin") == "stored":
+        by = document["best"]["by"] or "unknown"
+        err.print(f"the best was measured by an earlier tune ({by}), read from storage",
+                  markup=False, highlight=False)

@@ -62,6 +62,7 @@ class Evaluation:
     origin: str = "measured"        # or "stored": measured before, read from storage
     device: str | None = None
     stages_s: dict | None = None    # where the run's wall time went: init, upload, ..., timing
+    by: str | None = None           # the search that chose it ("tpe seed 3"), kept in storage
 
     @property
     def ok(self) -> bool:
@@ -71,7 +72,8 @@ class Evaluation:
         return {"point": dict(self.point), "status": self.status, "value": self.value,
                 "reason": self.reason, "exit_code": self.exit_code, "timing": self.timing,
                 "checked": self.checked, "wall_s": round(self.wall_s, 4),
-                "origin": self.origin, "device": self.device, "stages_s": self.stages_s}
+                "origin": self.origin, "device": self.device, "stages_s": self.stages_s,
+                "by": self.by}
 
     @classmethod
     def from_json(cls, document: dict) -> "Evaluation":
@@ -192,6 +194,16 @@ class ReplayEvaluator:
             raise UsageError(f"{self.path}: holds none of the {len(space.valid)} points of "
                              f"{space.spec}'s space (axes {', '.join(a.name for a in space.axes)})")
 
+    def best(self, space) -> float | None:
+        """The best objective among the space's valid points in the file: the
+        landscape's best, which a replayed search is measured against."""
+        from .space import key
+        found = [e.value for e in self.evaluate([p for p in space.valid
+                                                 if key(p) in self.results]) if e.ok]
+        if not found:
+            return None
+        return min(found) if self.objective.direction == "minimize" else max(found)
+
     def evaluate(self, points: Sequence[Point], timing_only: bool = False) -> list[Evaluation]:
         from .space import key
         out = []
@@ -206,3 +218,18 @@ class ReplayEvaluator:
 
     def close(self) -> None:
         pass
+
+
+WITHIN = 0.01       # "found the best": within 1% of it, the measure of docs/tune.md
+
+
+def evaluations_to(values: Sequence[float | None], best: float, objective: Objective,
+                   tolerance: float = WITHIN) -> int | None:
+    """How many evaluations (1-based; None: failed) it took to come within
+    `tolerance` of `best`; None if none did."""
+    for number, value in enumerate(values, 1):
+        if value is not None and (value <= best * (1 + tolerance)
+                                  if objective.direction == "minimize"
+                                  else value >= best * (1 - tolerance)):
+            return number
+    return None

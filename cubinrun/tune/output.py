@@ -144,3 +144,19 @@ def plot(evaluations: list[Evaluation], objective: Objective, path: str, title: 
     image = io.BytesIO()        # rendered first: matplotlib would open the path itself
     figure.savefig(image, format=Path(path).suffix.lower()[1:], dpi=120)
     write_output(path, image.getvalue(), True, "--plot")
+
+
+def time_spent(evaluations, compile_ahead_s: float) -> dict[str, float]:
+    """Where this tune's measured configurations spent their time, in seconds,
+    summed: `compile_ahead` (the build pool, on CPU cores beside the GPU),
+    `build_and_load` (a run's own build, module load and set-up: its wall time
+    less its stages), then the run's stages (pipeline/result.py STAGES: init
+    makes the inputs, upload, launch, download, check) and `timing`."""
+    spent = {"compile_ahead": compile_ahead_s, "build_and_load": 0.0}
+    for evaluation in evaluations:
+        stages = evaluation.stages_s or {}
+        for name, seconds in stages.items():
+            spent[name] = spent.get(name, 0.0) + seconds
+        if evaluation.wall_s:
+            spent["build_and_load"] += max(0.0, evaluation.wall_s - sum(stages.values()))
+    return {name: round(seconds, 3) for name, seconds in spent.items()}

@@ -17,7 +17,7 @@ study, until the budget is spent or every valid point is known.
 - The next batch is asked (after the one before the current is told) while
   the current one runs, and its builds start on the CPU cores (prebuild.py)
   while the GPU times the current batch. The
-  first batch does not wait for the pool: a worker builds its point itself
+  first batch does not go to the pool: a worker builds its point itself
   while the run's references are made. A point whose build failed in the pool
   is recorded from that build, never run.
 - A batch is as wide as the evaluator (one per GPU worker), so several GPUs
@@ -35,7 +35,8 @@ from ..hostdata.threads import on_thread
 from .evaluate import Evaluation, Objective
 from .space import Point, TuneSpace, key
 from .store import measured_with, read_stored, record
-from .strategies import LEARNS_CONSTRAINTS, OWN_ORDER
+from .local import is_local_turn, local_step
+from .strategies import LEARNS_CONSTRAINTS, LOCAL_STEPS, OWN_ORDER
 
 MAX_MISSES = 10         # proposals in a row that are invalid or known before a random pick
 
@@ -67,6 +68,9 @@ class Search:
         self.report = report or (lambda number, evaluation: None)
         self.until = until or (lambda evaluation: False)        # stop after such a one
         self.rng = random.Random(seed)
+        # who chose what, kept with each measurement: a later tune with another
+        # strategy or seed reuses it and says whose it was
+        self.label = strategy if seed is None else f"{strategy} seed {seed}"
         self.order = list(space.valid)
         if strategy == "random":
             self.rng.shuffle(self.order)
@@ -87,13 +91,16 @@ class Search:
         pending = self._next_batch(set())
         if pending:
             self.evaluator.start()          # workers start CUDA while the first builds run
-            self._build_ahead(pending)
         untold: list[tuple[_Asked, Evaluation]] = []     # measured, not yet told
+        first = True
         try:
             while pending:
                 current = pending
                 planned = {key(a.point) for a in current}
                 running = self._evaluate(current)
+                if first:       # once the first batch is on its way, not before it
+                    self._build_ahead(current)
+                    first = False
                 try:
                     # While this batch runs, the one before is told and the next one
                     # asked, in that order as before: Optuna's reads and writes (~30 ms
@@ -128,7 +135,7 @@ class Search:
         """The batch's evaluations, in order, being made on a thread (the workers
         run them; this process waits). The first batch goes to the workers
         at once: each builds its own point while the run's references are made
-        (the pool's build of it is then spare). Later ones wait for their builds,
+        (the pool never gets it). Later ones wait for their builds,
         and a point whose build failed is recorded from the build (its status
         and reason are the run's) without taking a worker's turn on the GPU."""
         failed: dict[str, Evaluation] = {}
@@ -153,7 +160,9 @@ class Search:
         may reach goes to the build pool now, in that order."""
         if self.prebuilder is None:
             return
-        self.prebuilder.submit([a.point for a in first])
+        # not the first batch itself: its workers build it (on the critical path,
+        # while the run's references are made), and a pool build too would be
+        # the same work twice
         if self.strategy in OWN_ORDER:
             taken = {key(a.point) for a in first}
             upcoming = [p for p in self.order if self._free(key(p), taken)]
@@ -212,6 +221,11 @@ class Search:
             return None
         if self.strategy in OWN_ORDER:
             return self._chosen(self._first_unseen(taken))
+        if self.strategy in LOCAL_STEPS and is_local_turn(len(self.known) + len(taken)):
+            step = local_step(self.space, self.known, lambda k: self._free(k, taken),
+                              self.objective, self.rng)
+            if step is not None:
+                return self._chosen(step)
         misses = 0
         while misses < MAX_MISSES:
             trial = self.study.ask(self.distributions)
@@ -254,6 +268,8 @@ class Search:
     # -- telling --
 
     def _tell(self, asked: _Asked, evaluation: Evaluation, origin: str) -> None:
+        if origin == "measured":
+            evaluation.by = self.label
         record(asked.trial, asked.point, self.inputs_of(asked.point), evaluation, origin,
                self.strategy in LEARNS_CONSTRAINTS)
         if origin == "measured":

@@ -1,7 +1,9 @@
 """Where a tune keeps every evaluation: an Optuna study in an RDB storage
 (SQLAlchemy), by default the SQLite file `<spec stem>.tune.sqlite` beside the
 spec; any SQLAlchemy URL (`postgresql://...`) lets a team or several machines
-share one study, and several processes may tune it at once.
+share one study, and several processes may tune it at once. A replay is a
+simulation: without `--storage` its study lives in memory (url None) and
+leaves nothing behind, so each replay starts afresh.
 
 The study is named by the GPU model, the spec (its text, `--set`, `--axis`)
 and, for a replay, the replayed file; a stopped tune resumes it by name. Each
@@ -35,20 +37,27 @@ def default_url(spec: str) -> str:
     return "sqlite:///" + str(path.resolve())
 
 
-def is_new(url: str) -> bool:
+IN_MEMORY = "memory (a replay keeps nothing without --storage)"
+
+
+def is_new(url: str | None) -> bool:
     """Whether the storage surely holds no study yet: an SQLite file that does
     not exist (any other database may hold one). Read by hand, not by
     sqlalchemy's make_url: it is asked before the workers start, and importing
     sqlalchemy then would hold them up; a URL it does not read says "not new"."""
     prefix = "sqlite:///"
+    if url is None:
+        return True
     if not url.startswith(prefix) or "?" in url:
         return False
     database = url[len(prefix):]
     return database not in ("", ":memory:") and not Path(database).exists()
 
 
-def shown_url(url: str) -> str:
+def shown_url(url: str | None) -> str:
     """The URL without its password, for reports."""
+    if url is None:
+        return IN_MEMORY
     try:
         from sqlalchemy.engine import make_url
         return make_url(url).render_as_string(hide_password=True)
@@ -64,7 +73,7 @@ def study_name(gpu: str, spec: str, overrides: dict[str, str], axis_texts: Itera
     return f"{STUDY_PREFIX}:{gpu}:{Path(spec).stem}:{h.hexdigest()}"
 
 
-def open_study(url: str, name: str, direction: str, sampler):
+def open_study(url: str | None, name: str, direction: str, sampler):
     """The study `name` in `url`, created or resumed; one line when the storage fails."""
     for attempt in range(OPEN_ATTEMPTS):
         try:
@@ -88,11 +97,12 @@ class _Racing(Exception):
     """Another process created the tables or the study at the same moment."""
 
 
-def _open(url: str, name: str, direction: str, sampler):
+def _open(url: str | None, name: str, direction: str, sampler):
     from .strategies import require_optuna
     optuna = require_optuna()
     try:
-        storage = optuna.storages.RDBStorage(url, engine_kwargs=_engine_options(url))
+        storage = optuna.storages.InMemoryStorage() if url is None else \
+            optuna.storages.RDBStorage(url, engine_kwargs=_engine_options(url))
         return optuna.create_study(storage=storage, study_name=name, direction=direction,
                                    sampler=sampler, load_if_exists=True)
     except ImportError as exc:

@@ -2,7 +2,9 @@
 
 `brute` (every valid point in sweep order) and `random` (valid points in a
 seeded random order) choose points themselves; the model-based ones are
-Optuna's samplers: `tpe` (tree-structured Parzen estimator), `cmaes`
+Optuna's samplers: `tpe` (tree-structured Parzen estimator), `tpe-local`
+(the default: TPE, with every other configuration a local step from the
+best so far, local.py), `cmaes`
 (CMA-ES over the axes' value indexes; a string axis is sampled independently,
 since CMA-ES has no categories) and `gp` (Gaussian process; Optuna needs
 PyTorch for it). Optuna is the `tune` extra and is imported only when a tune
@@ -12,9 +14,11 @@ from __future__ import annotations
 
 from ..errors import UsageError
 
-STRATEGIES = ("brute", "random", "tpe", "cmaes", "gp")
+STRATEGIES = ("brute", "random", "tpe-local", "tpe", "cmaes", "gp")
+DEFAULT = "tpe-local"       # the best within 60 evaluations, replayed (docs/tune.md)
 OWN_ORDER = ("brute", "random")         # these pick points themselves, no sampler model
-LEARNS_CONSTRAINTS = ("tpe", "gp")      # told a failed configuration as an infeasible trial
+LOCAL_STEPS = ("tpe-local",)            # every other point a neighbour of the best (local.py)
+LEARNS_CONSTRAINTS = ("tpe", "tpe-local", "gp")     # told a failure as an infeasible trial
 
 
 NEEDS_OPTUNA = "cubinrun tune needs Optuna, an optional extra: pip install 'cubinrun[tune]'"
@@ -89,7 +93,7 @@ def steered(base):
 def _sampler(samplers, strategy: str, seed: int | None):
     if strategy in OWN_ORDER:
         return samplers.RandomSampler(seed=seed)     # never asked: the search chooses
-    if strategy == "tpe":
+    if strategy in ("tpe", "tpe-local"):
         # multivariate: the axes of a kernel interact (block x tile); startup as
         # Kernel Tuner's model-based strategies use, a tenth of a typical budget
         return samplers.TPESampler(seed=seed, multivariate=True, group=True,
