@@ -40,7 +40,8 @@ def _engine(db: str | None):
                 shell_complete=complete_results)
 @db_option
 @click.option("--commit", metavar="SHA", help="The commit measured (default: git's HEAD).")
-@branch_option
+@click.option("--branch", metavar="NAME", help="The branch (default: the checkout's, else "
+              "CI's GITHUB_HEAD_REF / GITHUB_REF_NAME / CI_COMMIT_REF_NAME).")
 @click.option("--date", metavar="ISO", help="The commit's date (default: git's committer "
               "date of --commit); orders the commits.")
 @json_option

@@ -98,7 +98,9 @@ def _migrate(engine) -> None:
     from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
     config = Config()
-    config.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
+    # Python files, shipped as the package's own (setuptools finds the folder
+    # as a namespace package); .ci/wheel's suite migrates from the wheel.
+    config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
     head = ScriptDirectory.from_config(config).get_current_head()
     with engine.connect() as connection:
         if MigrationContext.configure(connection).get_current_revision() == head:
