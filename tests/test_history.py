@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 
 import pytest
 from historydata import add_args, add_concurrently, result, sha, write_commits
@@ -175,3 +176,33 @@ def test_without_a_commit_outside_git_says_so(capsys, tmp_path, monkeypatch):
     [path] = write_commits(tmp_path, 1, SPECS)
     code, _, err = run(capsys, "history", "add", path, "--db", tmp_path / "h.sqlite")
     assert code == 2 and "--commit: not given and this is not inside a git repository" in err
+
+
+@pytest.mark.parametrize("timing, field", [
+    ({"process_medians_us": [5.0, "fast"]}, "`timing.process_medians_us` should be a list"),
+    ({"processes": 0}, "`timing.processes` should be a count"),
+    ({"processes": True}, "`timing.processes` should be a count"),
+    ({"process_spread": -0.1}, "`timing.process_spread` should be a number >= 0"),
+])
+def test_bad_process_fields_name_their_line(capsys, tmp_path, timing, field):
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(result("configs/a.yaml", 5.0)) + "\n"
+                    + json.dumps(result("configs/b.yaml", 5.0, **timing)) + "\n")
+    db = tmp_path / "h.sqlite"
+    code, _, err = run(capsys, *add_args(path, 0, str(db)))
+    assert code == 2 and one_error_line(err).startswith(f"error: {path}:2: {field}")
+    assert not db.exists()                  # checked before the database is opened
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a symlink needs a privilege on Windows")
+def test_a_database_path_that_is_a_link_is_refused(capsys, tmp_path):
+    (tmp_path / "real.sqlite").write_bytes(b"")
+    (tmp_path / "link.sqlite").symlink_to(tmp_path / "real.sqlite")
+    [path] = write_commits(tmp_path, 1, SPECS)
+    code, _, err = run(capsys, *add_args(path, 0, str(tmp_path / "link.sqlite")))
+    assert code == 2 and "link.sqlite: a link" in one_error_line(err)
+
+
+def test_checking_an_empty_database_says_to_add_first(capsys, tmp_path):
+    code, _, err = run(capsys, "history", "check", "--db", tmp_path / "new.sqlite")
+    assert code == 2 and "holds no runs yet (cubinrun history add first)" in one_error_line(err)

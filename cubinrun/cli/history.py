@@ -81,12 +81,14 @@ def _branch(engine, branch: str | None) -> str:
             branch = commit_of("HEAD", None, "1970-01-01", environ=dict(os.environ)).branch
         except UsageError:
             branch = known[0] if len(known) == 1 else None
+    if not known:
+        raise UsageError("--db: the database holds no runs yet (cubinrun history add first)")
     if branch is None:
         raise UsageError("--branch: not given, and the database holds "
                          f"{len(known)} branches ({', '.join(known[:5])}): pass --branch")
     if branch not in known:
-        raise UsageError(f"--branch {branch}: the database holds no runs of it"
-                         + (f" (it has {', '.join(known[:5])})" if known else " (it is empty)"))
+        raise UsageError(f"--branch {branch}: the database holds no runs of it (it has "
+                         f"{', '.join(known[:5])})")
     return branch
 
 

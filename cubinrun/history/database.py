@@ -30,8 +30,11 @@ def resolve_url(db: str | None) -> str:
     if "://" in db:
         return db
     path = Path(db)
-    if path.is_dir():
-        raise UsageError(f"--db {db}: a folder; give a file (an SQLite database) or a URL")
+    if path.is_symlink():               # SQLite would write through it, wherever it points
+        raise UsageError(f"--db {db}: a link; give the database file itself or a URL")
+    if path.exists() and not path.is_file():
+        raise UsageError(f"--db {db}: not a regular file; give a file (an SQLite database) "
+                         "or a URL")
     return "sqlite:///" + str(path.resolve())
 
 

@@ -10,11 +10,14 @@ import subprocess
 from dataclasses import dataclass
 
 from ..errors import UsageError
+from ..limits import MAX_RESULT_SAMPLES
 from ..results.reader import Located, point_key
 from .noise import point_noise
 
 # A commit names at most this many characters (a SHA-256 object name is 64).
 _MAX_COMMIT = 64
+# git allows longer branch names; none that long names a CI branch.
+_MAX_BRANCH = 255
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,8 @@ def run_of(result: Located, series_key: str, commit: Commit, source: str) -> dic
     """A result's run row (without its series id), named by a digest of what
     it holds and the commit it measured."""
     timing = result.get("timing") or {}
+    if problem := _process_fields_problem(timing):
+        raise UsageError(f"{result.where}: {problem}")
     medians = timing.get("process_medians_us")
     samples = timing.get("samples_us")
     values = list(medians) if medians else (list(samples) if samples is not None else None)
@@ -60,6 +65,29 @@ def run_of(result: Located, series_key: str, commit: Commit, source: str) -> dic
     row["digest"] = _digest({**named, "series": series_key, "date": commit.date.isoformat()})
     row["commit_date"] = commit.date
     return row
+
+
+def _process_fields_problem(timing: dict) -> str | None:
+    """What is wrong with the fields a run's processes add (`processes`,
+    `process_medians_us`, `process_spread`), or None; the reader checks the rest."""
+    count = timing.get("processes")
+    if count is not None and not (isinstance(count, int) and not isinstance(count, bool)
+                                  and 1 <= count <= MAX_RESULT_SAMPLES):
+        return f"`timing.processes` should be a count from 1 to {MAX_RESULT_SAMPLES}"
+    medians = timing.get("process_medians_us")
+    if medians is not None and not (
+            isinstance(medians, list) and len(medians) <= MAX_RESULT_SAMPLES
+            and all(_number(v) and v > 0 for v in medians)):
+        return (f"`timing.process_medians_us` should be a list of at most "
+                f"{MAX_RESULT_SAMPLES} times > 0")
+    spread = timing.get("process_spread")
+    if spread is not None and not (_number(spread) and spread >= 0):
+        return "`timing.process_spread` should be a number >= 0"
+    return None
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _processes(timing: dict, medians) -> int:
@@ -92,6 +120,9 @@ def commit_of(sha: str | None, branch: str | None, date: str | None, *,
     if not branch:
         raise UsageError("--branch: not given, and the checkout is on no branch (a detached "
                          "HEAD): pass --branch NAME")
+    if len(branch) > _MAX_BRANCH or not branch.isprintable():
+        raise UsageError(f"--branch {branch[:80]!r}: a branch name is printable text of at "
+                         f"most {_MAX_BRANCH} characters")
     return Commit(sha, branch, parse_date(date) if date else _commit_date(sha))
 
 

@@ -130,12 +130,14 @@ def read_series(engine, branch: str, match: str | None = None) -> list[Series]:
 
 def _merged(rows: list) -> Point:
     import statistics
-    medians = [r.median_us for r in rows if r.median_us]
-    noises = [r.noise for r in rows if r.noise is not None]
+    # a run that failed keeps its place (marked), not its time
+    timed = [r for r in rows if r.median_us and r.exit_code == 0]
+    medians = [r.median_us for r in timed]
+    noises = [r.noise for r in timed if r.noise is not None]
     median = statistics.median(medians) if medians else None
     # several runs of one commit: their noise shrinks as a mean's would
     noise = (statistics.median(noises) / len(noises) ** 0.5) if noises else None
-    low, high = _interval(rows, median, noise)
+    low, high = _interval(timed, median, noise)
     checked = [r.check_passed for r in rows if r.check_passed is not None]
     return Point(rows[0].commit, rows[0].commit_date, median, noise, low, high,
                  all(checked) if checked else None, any(r.exit_code for r in rows), len(rows))
