@@ -95,7 +95,8 @@ def test_an_older_regression_fails_only_a_check_since_before_it(capsys, tmp_path
 
 def test_a_speedup_is_not_a_regression(capsys, tmp_path):
     db = fill(capsys, tmp_path, steps={"configs/long.yaml": (35, 0.9)})
-    code, out, _ = run(capsys, "history", "check", "--branch", "main", "--db", db, "--since", sha(30))
+    code, out, _ = run(capsys, "history", "check", "--branch", "main", "--db", db,
+                       "--since", sha(30))
     assert code == 0 and "faster" in out
 
 
@@ -103,7 +104,8 @@ def test_the_markdown_summary_is_appended(capsys, tmp_path):
     db = fill(capsys, tmp_path, steps={"configs/long.yaml": (39, 1.2)})
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
-    code, _, _ = run(capsys, "history", "check", "--branch", "main", "--db", db, "--markdown", summary,
+    code, _, _ = run(capsys, "history", "check", "--branch", "main", "--db", db,
+                     "--markdown", summary,
                      "--commit-url", "https://example.org/c/{commit}")
     text = summary.read_text()
     assert code == 5 and text.startswith("earlier step\n### cubinrun history: main")
@@ -206,3 +208,35 @@ def test_a_database_path_that_is_a_link_is_refused(capsys, tmp_path):
 def test_checking_an_empty_database_says_to_add_first(capsys, tmp_path):
     code, _, err = run(capsys, "history", "check", "--db", tmp_path / "new.sqlite")
     assert code == 2 and "holds no runs yet (cubinrun history add first)" in one_error_line(err)
+
+
+def test_the_commit_branch_and_date_come_from_git(capsys, tmp_path, monkeypatch):
+    import shutil
+    import subprocess
+    if shutil.which("git") is None:
+        pytest.skip("no git")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",
+           "GIT_COMMITTER_EMAIL": "a@b", "GIT_COMMITTER_DATE": "2026-03-04T05:06:07+02:00"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    git = lambda *args: subprocess.run(["git", *args], cwd=repo, check=True,  # noqa: E731
+                                       capture_output=True, text=True).stdout.strip()
+    git("init", "-q", "-b", "perf")
+    git("commit", "-q", "--allow-empty", "-m", "one")
+    [path] = write_commits(tmp_path, 1, SPECS)
+    monkeypatch.chdir(repo)
+    doc = added(capsys, "history", "add", path, "--db", tmp_path / "h.sqlite")
+    assert (doc["commit"], doc["branch"]) == (git("rev-parse", "HEAD"), "perf")
+    with sqlite3.connect(tmp_path / "h.sqlite") as connection:
+        assert connection.execute("SELECT DISTINCT commit_date FROM runs").fetchall() == [
+            ("2026-03-04 03:06:07.000000",)]
+
+
+def test_a_database_a_newer_cubinrun_migrated_is_refused(capsys, tmp_path):
+    db = fill(capsys, tmp_path, commits=2)
+    with sqlite3.connect(db) as connection:
+        connection.execute("UPDATE alembic_version SET version_num = '9999'")
+    code, _, err = run(capsys, "history", "list", "--db", db)
+    assert code == 2 and "its schema (9999) is newer than this cubinrun's" in one_error_line(err)

@@ -6,7 +6,6 @@ and the commit links. Skipped where Playwright or Chromium is missing (.ci/run
 installs Chromium); on Windows the browser test skips, the build is still tested."""
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import time

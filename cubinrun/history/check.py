@@ -91,8 +91,9 @@ def markdown(verdicts: list[Verdict], branch: str, since_commit: str, threshold:
     bad = [v for v in verdicts if v.regressions]
     failing = [v for v in verdicts if not v.regressions and v.word == "FAILING"]
     lines = [f"### cubinrun history: {branch}", ""]
-    lines.append(f"{len(bad)} regression(s) beyond {threshold:.1%} from {_link(since_commit, commit_url)} on, "
-                 f"{len(failing)} series failing, {len(verdicts)} series checked.")
+    lines.append(f"{len(bad)} regression(s) beyond {threshold:.1%} from "
+                 f"{_link(since_commit, commit_url)} on, {len(failing)} series failing, "
+                 f"{len(verdicts)} series checked.")
     if bad or failing:
         lines += ["", "| series | verdict | commits | before | after | change |",
                   "| --- | --- | --- | --- | --- | --- |"]
@@ -100,7 +101,8 @@ def markdown(verdicts: list[Verdict], branch: str, since_commit: str, threshold:
         step = verdict.regressions[0]
         lines.append(f"| {_cell(verdict.series.name)} | REGRESSION | "
                      f"{_link(step.previous, commit_url)}..{_link(step.commit, commit_url)} | "
-                     f"{step.before_us:.4g} µs | {step.after_us:.4g} µs | {step.ratio - 1:+.1%} |")
+                     f"{step.before_us:.4g} µs | {step.after_us:.4g} µs | "
+                     f"{step.ratio - 1:+.1%} |")
     for verdict in failing:
         lines.append(f"| {_cell(verdict.series.name)} | FAILING | "
                      f"{_link(verdict.latest.commit, commit_url)} | | | |")

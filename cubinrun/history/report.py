@@ -30,7 +30,8 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 svg.spark polyline{fill:none;stroke:#0969da;stroke-width:1.2}svg.spark circle{fill:#0969da}
 svg line.cp{stroke:#cf222e;stroke-dasharray:3 3}
 svg.chart{width:100%;max-width:960px;height:auto}
-svg.chart .band{fill:#0969da;opacity:.15}svg.chart .median{fill:none;stroke:#0969da;stroke-width:1.4}
+svg.chart .band{fill:#0969da;opacity:.15}
+svg.chart .median{fill:none;stroke:#0969da;stroke-width:1.4}
 svg.chart circle{fill:#0969da}svg.chart .fail{stroke:#cf222e;stroke-width:2;fill:none}
 svg.chart .grid{stroke:#d8dee4}svg.chart text{font-size:11px;fill:#57606a}
 svg.chart .cp-label{fill:#cf222e;font-weight:600}
@@ -129,7 +130,8 @@ def _series_page(verdict: Verdict, title: str, commit_url: str | None) -> str:
     for point in reversed(series.points):
         commit = escape(point.commit[:12])
         if commit_url:
-            commit = f"<a href=\"{escape(commit_url.replace('{commit}', point.commit))}\">{commit}</a>"
+            link = escape(commit_url.replace("{commit}", point.commit))
+            commit = f"<a href=\"{link}\">{commit}</a>"
         step = starts.get(point.commit)
         check = ("FAILED" if point.passed is False else "run failed" if point.failed
                  else "passed" if point.passed else "-")
