@@ -8,6 +8,7 @@ import json
 import sqlite3
 import sys
 
+import numpy as np
 import pytest
 from historydata import add_args, add_concurrently, result, sha, write_commits
 from test_cli import one_error_line, run
@@ -240,3 +241,23 @@ def test_a_database_a_newer_cubinrun_migrated_is_refused(capsys, tmp_path):
         connection.execute("UPDATE alembic_version SET version_num = '9999'")
     code, _, err = run(capsys, "history", "list", "--db", db)
     assert code == 2 and "its schema (9999) is newer than this cubinrun's" in one_error_line(err)
+
+
+def test_a_noisy_step_fails_the_gate_once_at_the_first_commit_that_shows_it(capsys, tmp_path):
+    # a 4.5% step at commit 37 of a kernel with 1% noise: too small to stand
+    # out in its first three commits, certain with the fourth (commit 40)
+    rng = np.random.default_rng(4)
+    values = 100 * np.exp(rng.normal(0, 0.01, 42))
+    values[37:] *= 1.045
+    db = str(tmp_path / "h.sqlite")
+    codes = []
+    for commit, value in enumerate(values):
+        path = tmp_path / f"c{commit}.jsonl"
+        path.write_text(json.dumps(result("configs/noisy.yaml", float(value))))
+        added(capsys, *add_args(path, commit, db))
+        code, out, _ = run(capsys, "history", "check", "--branch", "main", "--db", db, "--json")
+        codes.append(code)
+        if code == 5:
+            [step] = json.loads(out)["series"][0]["regressions"]
+            assert (step["previous_commit"], step["commit"]) == (sha(36), sha(37))
+    assert codes == [0] * 40 + [5, 0]

@@ -119,7 +119,7 @@ match_option = click.option("--match", metavar="TEXT",
 @db_option
 @branch_option
 @click.option("--since", metavar="COMMIT", help="A regression counts when it begins at this "
-              "commit or later (default: the branch's newest commit).")
+              "commit or later, or first shows then (default: the branch's newest commit).")
 @click.option("--threshold", default="3%", show_default=True, metavar="PCT",
               help="The smallest slowdown that counts.")
 @match_option
@@ -129,7 +129,8 @@ match_option = click.option("--match", metavar="TEXT",
 @json_option
 def check(db, branch, since, threshold, match, markdown_path, commit_url, as_json) -> None:
     """Find each series' change points; exit 5 when a slowdown beyond the
-    threshold begins at --since or later and still holds."""
+    threshold still holds and is new at --since: it begins there or later, or
+    the commits from there on first made it certain."""
     from ..history.check import markdown
     from ..history.report import check_commit_url
     from ..text import parse_fraction

@@ -1,7 +1,7 @@
 """`history check`'s verdicts: per series, its change points (changes.py) and
-whether one is a regression beyond the threshold that begins at or after a
-given commit, with the commit range that brought it; as JSON and as the
-Markdown a CI job's summary shows."""
+whether one is a regression beyond the threshold that is new at a given
+commit, with the commit range that brought it; as JSON and as the Markdown a
+CI job's summary shows."""
 from __future__ import annotations
 
 import datetime
@@ -65,23 +65,38 @@ class Verdict:
                 "regressions": [step.to_json() for step in self.regressions]}
 
 
-def steps_of(series: Series) -> list[Step]:
-    """The change points of a series' timed points."""
-    timed = [p for p in series.points if p.median_us]
+def steps_of(series: Series, before: datetime.datetime | None = None) -> list[Step]:
+    """The change points of a series' timed points (those dated before
+    `before` only, when given)."""
+    timed = [p for p in series.points if p.median_us and (before is None or p.date < before)]
     found = find_changes([p.median_us for p in timed], [p.noise for p in timed])
     return [Step(timed[c.index - 1].commit, timed[c.index].commit, timed[c.index].date,
                  c.before, c.after, c.z) for c in found]
 
 
 def judge(series: Series, since: datetime.datetime, threshold: float) -> Verdict:
-    """The series' verdict: a regression is a step up beyond the threshold
-    whose new level begins at a commit dated `since` or later, and is still
-    the series' level now (a step later undone is history, not a regression)."""
+    """The series' verdict. A regression is a step up beyond the threshold
+    that is still the series' level now (a step later undone is history) and
+    that is new since the commit dated `since`: it begins there or later, or
+    it began a few commits earlier and only the commits from `since` on made
+    it certain (a noisy kernel's step needs several commits to stand out, and
+    a gate on each push must fail at the first push that shows it)."""
     steps = steps_of(series)
     regressions = []
-    if steps and steps[-1].date >= since and steps[-1].ratio > 1 + threshold:
-        regressions.append(steps[-1])
+    if steps and steps[-1].ratio > 1 + threshold:
+        last = steps[-1]
+        if last.date >= since or not _seen_before(series, last, since):
+            regressions.append(last)
     return Verdict(series, steps, regressions)
+
+
+def _seen_before(series: Series, step: Step, since: datetime.datetime) -> bool:
+    """Whether the series up to `since` already showed this slowdown (a step
+    up beginning within a commit of it)."""
+    commits = [p.commit for p in series.points]
+    at = commits.index(step.commit)
+    return any(abs(commits.index(earlier.commit) - at) <= 1 and earlier.ratio > 1
+               for earlier in steps_of(series, since))
 
 
 def markdown(verdicts: list[Verdict], branch: str, since_commit: str, threshold: float,
