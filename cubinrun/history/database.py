@@ -1,9 +1,10 @@
 """The history's database: a URL (or a path, an SQLite file) opened as an
 SQLAlchemy engine, its schema brought up to date by Alembic.
 
-SQLite: WAL (readers never wait for a writer), and every transaction begins
-IMMEDIATE, so writers queue for the file's lock from their first statement
-(up to a minute each) rather than failing when a read turns into a write.
+SQLite: WAL (readers never wait for a writer), and every writing transaction
+(`writing(engine)`) begins IMMEDIATE, so writers queue for the file's lock
+from their first statement (up to two minutes each) rather than failing when
+a read turns into a write.
 PostgreSQL (or any server SQLAlchemy speaks): migrations run under an
 advisory lock, so processes starting together on an empty database make the
 tables once.
@@ -20,6 +21,8 @@ ENVIRONMENT = "CUBINRUN_HISTORY_DB"
 DEFAULT_FILE = "cubinrun-history.sqlite"
 # How long a writer waits for another's lock before giving up, in seconds.
 BUSY_TIMEOUT_S = 120
+# The execution option that marks a writing transaction.
+_WRITE = "cubinrun_history_write"
 # PostgreSQL's advisory lock key for migrations (any constant the history owns).
 _MIGRATION_LOCK = 0x6375_6269_6E68
 
@@ -90,7 +93,13 @@ def _sqlite_transactions(engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _begin(connection):
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        write = connection.get_execution_options().get(_WRITE)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def writing(engine):
+    """The engine for a transaction that writes (SQLite: BEGIN IMMEDIATE)."""
+    return engine.execution_options(**{_WRITE: True})
 
 
 def _migrate(engine) -> None:
@@ -108,7 +117,7 @@ def _migrate(engine) -> None:
     with engine.connect() as connection:
         if MigrationContext.configure(connection).get_current_revision() == head:
             return
-    with engine.begin() as connection:
+    with writing(engine).begin() as connection:
         if connection.dialect.name == "postgresql":
             connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
         current = MigrationContext.configure(connection).get_current_revision()

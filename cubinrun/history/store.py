@@ -15,6 +15,7 @@ from typing import Iterable
 
 import sqlalchemy as sa
 
+from .database import writing
 from .schema import runs, series
 
 
@@ -29,7 +30,7 @@ def add(engine, items: Iterable[tuple[dict, dict]]) -> Added:
     """Store (series, run) pairs in one transaction; runs already there are skipped."""
     done = Added()
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-    with engine.begin() as connection:
+    with writing(engine).begin() as connection:
         ids: dict[str, int] = {}
         for one_series, run in items:
             key = one_series["key"]
@@ -171,7 +172,7 @@ def listing(engine) -> list[dict]:
 def prune(engine, before: datetime.datetime, branch: str | None) -> tuple[int, int]:
     """Remove runs of commits dated before `before` (of one branch, or all),
     then the series left without runs; (runs, series) removed."""
-    with engine.begin() as connection:
+    with writing(engine).begin() as connection:
         condition = runs.c.commit_date < before
         if branch is not None:
             condition = condition & (runs.c.branch == branch)
