@@ -29,7 +29,7 @@ COMMANDS = {
     "inspect": ("binaries", "inspect"), "compile": ("binaries", "compile_command"),
     "init": ("binaries", "init"), "profile": ("profile", "profile"),
     "repro": ("repro", "repro"), "cache": ("caches", "cache"), "schema": ("schema", "schema"),
-    "tune": ("tune", "tune"),
+    "tune": ("tune", "tune"), "capture": ("capture", "capture"),
 }
 
 
