@@ -227,12 +227,13 @@ static void remember_module(CUmodule module, int id) {
     }
 }
 
-/* The module id of the launch's function, or -1 (cubinrun then looks the kernel up
+/* The module id of the launch's function, or -1. A module that loaded on this thread
+ * since the launch's enter (lazily, for the launch or for cuKernelGetFunction here) is
+ * the function's. Else -1 (cubinrun then looks the kernel up
  * by name in the process's modules). */
 static int module_of(CUfunction f) {
     CUmodule module = NULL;
     CUfunction function = f;
-    loaded_module = -1;
     if (api.FuncGetModule(&module, f) != CUDA_SUCCESS) {
         /* a CUkernel (the runtime's): its function in this context, which may load its module */
         if (api.KernelGetFunction((CUfunction *)&function, (CUkernel)f) != CUDA_SUCCESS ||
@@ -332,6 +333,10 @@ static const char *read_params(Launch *l) {
             continue;
         }
         if (status == CUDA_ERROR_INVALID_VALUE) return NULL;      /* past the last one */
+        if (status != CUDA_SUCCESS && i > 0) {      /* past the last one, said otherwise */
+            say("%s: parameter %zu: error %d taken as the end", l->name, i, (int)status);
+            return NULL;
+        }
         if (!cu_ok(status, as_kernel ? "cuKernelGetParamInfo" : "cuFuncGetParamInfo"))
             return "its parameters could not be read (cuFuncGetParamInfo)";
         l->param[l->nparams].offset = offset;
@@ -529,6 +534,10 @@ static int on_enter(CUpti_CallbackId cbid, const CUpti_CallbackData *info) {
         return 0;
     }
     l->name = info->symbolName ? info->symbolName : "?";
+    if (!l->stream && (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+                       cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
+                       cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz))
+        l->stream = CU_STREAM_PER_THREAD;           /* our copies go where the launch went */
     if (have_regex && regexec(&kernel_regex, l->name, 0, NULL, 0) != 0) {
         note_skip(l->name, "--kernel does not match");
         return 0;
@@ -613,6 +622,7 @@ static void CUPTIAPI callback(void *user, CUpti_CallbackDomain domain, CUpti_Cal
     if (paused) return;
     static __thread int capturing;
     if (info->callbackSite == CUPTI_API_ENTER) {
+        loaded_module = -1;
         pthread_mutex_lock(&lock);
         capturing = on_enter(cbid, info);
         if (!capturing) pthread_mutex_unlock(&lock);    /* held until the exit otherwise */
