@@ -60,3 +60,11 @@ def test_alias_errors_name_the_field(write_spec, edit, field, fragment):
         load_spec(path)
     assert field in str(err.value) and fragment in str(err.value), str(err.value)
     assert err.value.line is not None
+
+
+def test_a_reproducer_passes_the_alias_s_address(write_spec):
+    from cubinrun.debug.repro import _params
+    spec = load_spec(write_spec(SPEC))
+    source = _params(make_plan(spec), list(spec.buffers))
+    assert "CUdeviceptr p1 = dev[0] + 16;" in source
+    assert "CUdeviceptr a = dev[0] + 32; memcpy(p2 + 8, &a, 8);" in source

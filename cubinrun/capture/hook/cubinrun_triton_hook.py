@@ -154,8 +154,13 @@ class Capture:
         atexit.register(self.write_summary)
 
     def log(self, text):
+        """--debug: a line in the process's log (never the program's stderr)."""
         if self.debug:
-            sys.stderr.write(f"cubinrun capture [{os.getpid()}]: {text}\n")
+            try:
+                with open(os.path.join(self.folder, "debug.log"), "a") as f:
+                    f.write(text + "\n")
+            except OSError:
+                pass
 
     def launch(self, launcher, call, grid, stream, function, args):
         with self.lock:
