@@ -408,9 +408,10 @@ class TorchMemory:
     """Device memory through the program's torch: copies on the launch's stream."""
 
     def view(self, region):
+        """The region's bytes as a uint8 tensor over the storage (no copy)."""
         import torch
-        view = torch.empty(0, dtype=torch.uint8, device=region.device)
-        return view.set_(region.storage, region.start - region.base, (region.end - region.start,))
+        whole = torch.empty(0, dtype=torch.uint8, device=region.device).set_(region.storage)
+        return whole[region.start - region.base:region.end - region.base]
 
     def read(self, region) -> bytes:
         host = self.view(region).to("cpu")
