@@ -127,19 +127,33 @@ static int cupti_ok(CUptiResult status, const char *call) {
 EXPORT void cubinrun_capture_pause(int on) { paused = on; }
 
 /* ---- files -------------------------------------------------------------------- */
+static int stopped;       /* a write failed (a full disk): nothing more is written */
+
+static void stop_writing(void) {
+    if (!stopped) fprintf(stderr, "cubinrun capture (cupti, pid %d): capture stopped: %s\n",
+                          (int)getpid(), last_error);
+    stopped = 1;
+}
+
 static int write_file(const char *path, const void *data, size_t size) {
     char partial[4200];
+    if (stopped) return 0;
     snprintf(partial, sizeof partial, "%s.partial", path);
     FILE *f = fopen(partial, "wb");
-    if (!f) { fail("cannot write %s: %s", partial, strerror(errno)); return 0; }
+    if (!f) { fail("cannot write %s: %s", partial, strerror(errno)); stop_writing(); return 0; }
     size_t done = size ? fwrite(data, 1, size, f) : 0;
     int closed = fclose(f);
     if (done != size || closed != 0) {
         fail("cannot write %s: %s", partial, strerror(errno));
         unlink(partial);
+        stop_writing();
         return 0;
     }
-    if (rename(partial, path) != 0) { fail("cannot rename %s: %s", partial, strerror(errno)); return 0; }
+    if (rename(partial, path) != 0) {
+        fail("cannot rename %s: %s", partial, strerror(errno));
+        stop_writing();
+        return 0;
+    }
     return 1;
 }
 
@@ -456,7 +470,11 @@ static int differs(const Launch *l, int which) {   /* after vs before (0) or aga
 static int write_record(Launch *l, int module, int deterministic) {
     char dir[4200], path[4400];
     snprintf(dir, sizeof dir, "%s/%05lld", folder, captured);
-    if (mkdir(dir, 0777) != 0) { fail("cannot create %s: %s", dir, strerror(errno)); return 0; }
+    if (mkdir(dir, 0777) != 0) {
+        fail("cannot create %s: %s", dir, strerror(errno));
+        stop_writing();
+        return 0;
+    }
     long long bytes = 0;
     for (size_t r = 0; r < l->nregions; r++) {
         size_t size = l->region[r].end - l->region[r].start;
@@ -475,7 +493,7 @@ static int write_record(Launch *l, int module, int deterministic) {
     }
     snprintf(path, sizeof path, "%s/record.json.partial", dir);
     FILE *f = fopen(path, "w");
-    if (!f) { fail("cannot write %s: %s", path, strerror(errno)); return 0; }
+    if (!f) { fail("cannot write %s: %s", path, strerror(errno)); stop_writing(); return 0; }
     fprintf(f, "{\"source\": \"cupti\", \"pid\": %d, \"program_launch\": %lld, \"kernel\": ",
             (int)getpid(), seen);
     json_string(f, l->name);
@@ -513,6 +531,7 @@ static int write_record(Launch *l, int module, int deterministic) {
     snprintf(final_path, sizeof final_path, "%s/record.json", dir);
     if (fclose(f) != 0 || rename(path, final_path) != 0) {
         fail("cannot write %s: %s", final_path, strerror(errno));
+        stop_writing();
         return 0;
     }
     saved_bytes += bytes;
@@ -568,6 +587,7 @@ static int on_enter(CUpti_CallbackId cbid, const CUpti_CallbackData *info) {
         note_skip(l->name, "--max-bytes: more than allowed in all");
         return 0;
     }
+    if (stopped) { note_skip(l->name, "capture stopped (a write failed)"); return 0; }
     if (!copy_regions(l, 0)) { free_regions(l); return 0; }
     return 1;
 }

@@ -77,6 +77,16 @@ def read_processes(raw: Path) -> list[Process]:
     return processes
 
 
+def read_counts(raw: Path) -> tuple[int, int]:
+    """(launches seen, launches captured) so far, from the processes' summaries."""
+    seen = captured = 0
+    for summary in raw.glob("*/summary.json"):
+        data = _json(summary) or {}
+        seen += int(data.get("launches_seen", 0))
+        captured += int(data.get("captured", 0))
+    return seen, captured
+
+
 def read_record(folder: Path) -> Record | None:
     """A launch's record; None when its process died before finishing it."""
     data = _json(folder / "record.json")

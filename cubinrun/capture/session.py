@@ -9,6 +9,7 @@ and its exit code is the command's.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -19,7 +20,7 @@ from typing import Callable, Sequence
 from ..errors import BuildError, UsageError
 from .params import NotExpressible
 from .program import child_environment, run_program
-from .records import read_processes
+from .records import read_counts, read_processes
 from .selection import Selection, choose
 from .spec_writer import write_spec
 from .summary import SUMMARY_FILE, Summary
@@ -63,7 +64,8 @@ def capture(options: CaptureOptions, say: Callable[[str], None]) -> Summary:
                                 options.debug)
         say(f"capture: running {' '.join(options.command)}")
         summary = Summary(list(options.command))
-        summary.exit_code, summary.wall_s = run_program(options.command, env)
+        with _progress(stage / "raw", say):
+            summary.exit_code, summary.wall_s = run_program(options.command, env)
         write_folder(stage, summary, options.selection, say)
         _replace(stage, out)
     except OSError as exc:
@@ -101,6 +103,33 @@ def write_folder(stage: Path, summary: Summary, selection: Selection,
     shutil.rmtree(stage / "raw")
     with open(stage / SUMMARY_FILE, "x") as f:
         f.write(summary.to_json())
+
+
+@contextlib.contextmanager
+def _progress(raw: Path, say, every_s: float = 10.0):
+    """While the program runs, on a terminal: a line every `every_s` seconds
+    with the launches seen and captured so far (a CI log gets the final line)."""
+    import sys
+    import threading
+    done = threading.Event()
+
+    def report() -> None:
+        last = None
+        while not done.wait(every_s):
+            counts = read_counts(raw)
+            if counts != last:
+                say(f"capture: {counts[0]} launch(es) seen, {counts[1]} captured so far")
+                last = counts
+
+    thread = threading.Thread(target=report, daemon=True)
+    if sys.stderr.isatty():
+        thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        if thread.is_alive():
+            thread.join()
 
 
 def _injection(options: CaptureOptions, say) -> tuple[Path | None, str | None]:
