@@ -285,6 +285,7 @@ def test_words_keep_their_place_and_packed_structs_are_refused():
     assert capture_params._words(bytes(12), 4) == ("u32[3]", [0, 0, 0])
     assert capture_params._words(bytes(6), 2) == ("u16[3]", [0, 0, 0])
     assert capture_params._plain(b"\x01\x00", 0) == ("u16", 1)
+    assert capture_params._plain(bytes(8), 4) == ("u32[2]", [0, 0])       # 4-aligned, not 8
     record = {"params": [{"offset": 0, "size": 12, "hex": "00" * 12}],
               "pointers": [{"param": 0, "offset": 0, "region": 0, "at": 0}]}
     with pytest.raises(capture_params.NotExpressible, match="multiple of 8"):

@@ -127,8 +127,9 @@ def _struct(params: Params, name: str, data: bytes, base: int, found: list[dict]
 
 
 def _plain(data: bytes, offset: int) -> tuple[str, object]:
-    """Bytes without pointers: an unsigned scalar of their size, else words."""
-    if len(data) in (1, 2, 4, 8):
+    """Bytes without pointers: an unsigned scalar of their size where it is aligned
+    as one (a struct of two ints at offset 4 is not), else words."""
+    if len(data) in (1, 2, 4, 8) and offset % len(data) == 0:
         return f"u{8 * len(data)}", int.from_bytes(data, "little")
     return _words(data, offset)
 
