@@ -222,8 +222,12 @@ def test_the_hook_patches_triton_when_the_program_imports_it(hook, tmp_path, mon
     monkeypatch.setenv("CUBINRUN_CAPTURE_DIR", str(tmp_path / "stage"))
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))     # its finders go afterwards
     hook.install()
-    from triton.backends.nvidia.driver import CudaLauncher
-    assert CudaLauncher._cubinrun_patched
+    try:
+        from triton.backends.nvidia.driver import CudaLauncher
+        assert CudaLauncher._cubinrun_patched
+    finally:                                # the fake Triton must not outlive the test
+        for name in [m for m in sys.modules if m == "triton" or m.startswith("triton.")]:
+            del sys.modules[name]
 
 
 # --- CUPTI's records: raw parameter bytes -------------------------------------------
@@ -279,6 +283,19 @@ def test_cuda_parameters_become_scalars_words_and_structs_with_relocated_pointer
     assert summary.launches_seen == 5 and summary.skipped[0].count == 4
     code, out, err = run(capsys, "launch", "--dry-run", "--arch", "sm_90", str(spec_path))
     assert code == 0, err
+
+
+def test_a_launch_the_format_cannot_express_is_listed_and_leaves_no_files(tmp_path):
+    cupti_record(tmp_path)
+    record = tmp_path / "raw" / "cupti-100" / "00000" / "record.json"
+    data = json.loads(record.read_text())
+    for pointer in data["pointers"][:2]:
+        pointer["at"] += 4                  # no pointer at its region's start
+    record.write_text(json.dumps(data))
+    write_folder(tmp_path, summary := Summary(["./app"]), Selection(), lambda line: None)
+    assert not summary.specs and not list(tmp_path.glob("*.yaml"))
+    assert not list((tmp_path / "data").iterdir())
+    assert any("no pointer at the start" in s.reason for s in summary.skipped)
 
 
 def test_words_keep_their_place_and_packed_structs_are_refused():

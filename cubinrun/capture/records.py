@@ -99,6 +99,9 @@ def read_record(folder: Path) -> Record | None:
             return None
         after = folder / region["after"] if region.get("after") else None
         again = folder / region["again"] if region.get("again") else None
+        if any(p is not None and (not p.is_file() or p.stat().st_size != int(region["size"]))
+               for p in (after, again)):
+            return None                 # a write cut short (a full disk)
         regions.append(Region(int(region["size"]), before, after, again))
     return Record(str(data.get("source", "?")), folder, data, tuple(regions))
 

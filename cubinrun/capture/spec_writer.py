@@ -37,6 +37,7 @@ def write_spec(record: Record, number: int, out: Path, program: str) -> Written:
     """Write the record's spec, its data files and its kernel into `out`."""
     stem = f"{number:04d}-{_SAFE.sub('_', record.kernel)[:MAX_NAME]}"
     params = triton_params(record.data) if record.source == "triton" else cuda_params(record.data)
+    kernel = _kernel(record, out)
     data_dir = out / "data" / stem
     data_dir.mkdir(parents=True)
     checks, tolerance, unchecked = {}, [], []
@@ -58,8 +59,12 @@ def write_spec(record: Record, number: int, out: Path, program: str) -> Written:
         return {"shape": [region.size // ELEMENT_TYPES[dtype].size], "dtype": dtype,
                 "init": {"file": _rel(init, out)}}
 
-    params.relocate(buffer_for)
-    spec = {"kernel": _kernel(record, out)}
+    try:
+        params.relocate(buffer_for)
+    except NotExpressible:
+        shutil.rmtree(data_dir)                 # no spec, so none of its data
+        raise
+    spec = {"kernel": kernel}
     if params.signature:
         spec["signature"] = params.signature
     if params.constants:
