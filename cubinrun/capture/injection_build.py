@@ -36,7 +36,7 @@ def header_dirs() -> list[str]:
     wanted = ("cupti.h", os.path.join("crt", "host_defines.h"), "cuda.h")
     candidates = [find_cuda_include()] + [
         os.path.join(root, sub) for root in _toolkit_roots()
-        for sub in ("include", os.path.join("extras", "CUPTI", "include"))]
+        for sub in ("include", os.path.join("extras", "CUPTI", "include"), _TARGET_INCLUDE)]
     found = []
     for name in wanted:
         folder = next((c for c in candidates if os.path.isfile(os.path.join(c, name))), None)
@@ -56,7 +56,7 @@ def cupti_library() -> str:
     except Exception:
         pass
     for root in _toolkit_roots():
-        for sub in ("lib64", "lib", os.path.join("extras", "CUPTI", "lib64")):
+        for sub in ("lib64", "lib", os.path.join("extras", "CUPTI", "lib64"), _TARGET_LIB):
             folder = Path(root) / sub
             for path in sorted(folder.glob("libcupti.so*")) if folder.is_dir() else ():
                 return str(path)
@@ -98,6 +98,14 @@ def build_injection() -> Path:
     return path
 
 
+_TARGET_INCLUDE = os.path.join("targets", "x86_64-linux", "include")   # a toolkit's own layout
+_TARGET_LIB = os.path.join("targets", "x86_64-linux", "lib")
+
+
 def _toolkit_roots() -> list[str]:
-    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
-    return [r for r in roots if r and os.path.isdir(r)]
+    """$CUDA_HOME, $CUDA_PATH, the toolkit of the nvcc on PATH, /usr/local/cuda."""
+    import shutil
+    nvcc = shutil.which("nvcc")
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
+             str(Path(nvcc).resolve().parent.parent) if nvcc else None, "/usr/local/cuda"]
+    return [r for r in dict.fromkeys(roots) if r and os.path.isdir(r)]

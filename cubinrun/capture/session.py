@@ -57,7 +57,8 @@ def capture(options: CaptureOptions, say: Callable[[str], None]) -> Summary:
     out = options.output
     check_output_folder(out, options.force)
     injection, cupti = _injection(options, say)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.capture-", dir=out.parent))
+    # absolute: the program (and each process it starts) may change its folder
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.capture-", dir=out.parent.absolute()))
     try:
         (stage / "raw").mkdir()
         env = child_environment(stage, options.selection, injection, cupti, options.triton,
