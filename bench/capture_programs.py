@@ -52,7 +52,9 @@ def run(command: list[str], env: dict) -> tuple[int, str, str, float]:
 def measure(name: str, command: list[str], env: dict, folder: Path) -> dict:
     code, plain_out, plain_err, plain_s = run(command, env)
     cubinrun = [sys.executable, "-m", "cubinrun"]
-    captured = [*cubinrun, "capture", "-o", str(folder), "--force", "--", *command]
+    # --no-verify: the overhead measured is capture's own; the launch below checks
+    captured = [*cubinrun, "capture", "-o", str(folder), "--force", "--no-verify", "--",
+                *command]
     ccode, cap_out, cap_err, cap_s = run(captured, env)
     summary = json.loads((folder / "capture.json").read_text()) if (folder / "capture.json").is_file() else {}
     lcode, launch_out, launch_err, _ = run([*cubinrun, "launch", "--json", "--no-bench",

@@ -386,3 +386,16 @@ def test_the_injection_library_compiles():
     assert library.is_file() and build_injection() == library          # cached
     text = library.read_bytes()
     assert b"InitializeInjection" in text and b"cubinrun_capture_pause" in text
+
+
+def test_the_replay_records_each_spec_s_outcome(hook, tmp_path):
+    from cubinrun.capture.replay import replay
+    stage = tmp_path / "stage"
+    launcher = installed(hook, stage)
+    launch(launcher, *(Tensor(np.ones(1024)) for _ in range(3)), 1024)
+    write_folder(stage, summary := Summary(["prog"]), Selection(), lambda line: None)
+    replay(stage, summary)                  # no GPU here: the run's own error is recorded
+    outcome = summary.specs[0]["replay"]
+    assert outcome["passed"] is False and outcome["error"], outcome
+    assert not (stage / ".replay.jsonl").exists()
+    assert json.loads(summary.to_json())["replayed_passing"] == 0

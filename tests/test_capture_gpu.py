@@ -40,6 +40,7 @@ def capture_and_launch(tmp_path: Path, command: list[str], env=None) -> dict:
     results = document.get("results") or [{**document, "exit_code": launched.returncode}]
     passing = [r for r in results if r.get("exit_code", 0) == 0]
     assert len(results) == summary["captured"]
+    assert summary["replayed_passing"] == len(passing)      # --verify said the same
     assert len(passing) >= 0.95 * len(results), [
         (r.get("spec"), r.get("error") or r.get("check")) for r in results if r not in passing]
     return summary

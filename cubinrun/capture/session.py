@@ -35,6 +35,7 @@ class CaptureOptions:
     triton: bool = True                 # the Triton hook
     cupti: bool | None = None           # the injection library; None: when it can be built
     debug: bool = False
+    verify: bool = True                 # replay the folder and record each spec's outcome
 
 
 def check_output_folder(out: Path, force: bool) -> None:
@@ -68,6 +69,12 @@ def capture(options: CaptureOptions, say: Callable[[str], None]) -> Summary:
         with _progress(stage / "raw", say):
             summary.exit_code, summary.wall_s = run_program(options.command, env)
         write_folder(stage, summary, options.selection, say)
+        if options.verify and summary.specs:
+            from .replay import replay
+            say(f"capture: replaying the {len(summary.specs)} spec(s) (cubinrun launch "
+                "--no-bench)")
+            replay(stage, summary)
+        (stage / SUMMARY_FILE).write_text(summary.to_json())
         _replace(stage, out)
     except OSError as exc:
         shutil.rmtree(stage, ignore_errors=True)
@@ -102,7 +109,7 @@ def write_folder(stage: Path, summary: Summary, selection: Selection,
         if process.summary.get("error"):
             summary.warnings.append(f"{process.folder.name}: {process.summary['error']}")
     shutil.rmtree(stage / "raw")
-    with open(stage / SUMMARY_FILE, "x") as f:
+    with open(stage / SUMMARY_FILE, "x") as f:       # written again once replayed
         f.write(summary.to_json())
 
 
@@ -167,8 +174,10 @@ def _umask() -> int:
 
 def describe(summary: Summary, out: Path) -> str:
     left = sum(s.count for s in summary.skipped)
+    replayed = [s["replay"]["passed"] for s in summary.specs if "replay" in s]
+    passing = f", {sum(replayed)} of them replay and pass" if replayed else ""
     return (f"capture: {summary.launches_seen} launch(es) seen, {len(summary.specs)} captured "
-            f"as specs in {out}, {left} left out ({out / SUMMARY_FILE} says why)")
+            f"as specs in {out}{passing}, {left} left out ({out / SUMMARY_FILE} says why)")
 
 
 def exit_line(command: Sequence[str], code: int) -> str:

@@ -53,6 +53,8 @@ class Summary:
             "program": self.program, "exit_code": self.exit_code,
             "wall_s": None if self.wall_s is None else round(self.wall_s, 3),
             "launches_seen": self.launches_seen, "captured": len(self.specs),
+            "replayed_passing": (sum(bool(s["replay"]["passed"]) for s in self.specs)
+                                 if any("replay" in s for s in self.specs) else None),
             "specs": self.specs,
             "skipped": [{"kernel": s.kernel, "reason": s.reason, "count": s.count}
                         for s in self.skipped],

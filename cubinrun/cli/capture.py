@@ -29,7 +29,10 @@ import click
 @click.option("--cupti/--no-cupti", default=None,
               help="Capture every CUDA launch through CUPTI (default: when the CUPTI "
               "library can be built; needs the capture extra).")
-def capture(command, folder, force, kernel, limit, skip, max_bytes, triton, cupti):
+@click.option("--verify/--no-verify", default=True, show_default=True,
+              help="Replay the specs (cubinrun launch --no-bench) and record in capture.json "
+              "which pass.")
+def capture(command, folder, force, kernel, limit, skip, max_bytes, triton, cupti, verify):
     """Run CMD as it is and write a folder of specs, one per distinct launch it
     makes (the first launch of each kernel, grid, block and argument sizes):
     the kernel, its inputs as they were just before the launch and a check of
@@ -51,7 +54,7 @@ def capture(command, folder, force, kernel, limit, skip, max_bytes, triton, cupt
     selection = Selection(kernel, limit, skip, per_launch, total)
     driver.init()                       # no GPU: one line now, not a program run for nothing
     options = CaptureOptions(tuple(command), Path(folder), selection, force, triton, cupti,
-                             Flags.debug)
+                             Flags.debug, verify)
     say = lambda line: sys.stderr.write(line + "\n")     # noqa: E731
     summary = run_capture(options, say)
     say(describe(summary, Path(folder)))
