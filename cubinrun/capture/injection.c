@@ -736,6 +736,8 @@ EXPORT int InitializeInjection(void) {
     if (!load_api()) { write_summary(); return 1; }
     CUpti_SubscriberHandle subscriber;
     if (!cupti_ok(api.Subscribe(&subscriber, callback, NULL), "cuptiSubscribe")) {
+        fail("CUPTI did not attach (libcupti %s; CUBINRUN_CUPTI picks another, e.g. the "
+             "toolkit's matching the driver)", getenv("CUBINRUN_CAPTURE_CUPTI"));
         write_summary();
         return 1;
     }

@@ -22,6 +22,7 @@ from ..errors import BuildError
 from ..launcher.build import find_cuda_include
 from ..launcher.compilers import find_compiler
 from ..launcher.tool_runs import run_tool
+from ..platform import WINDOWS
 
 ENTRY = "cubinrun_capture_injection"
 INSTALL_HINT = "pip install 'cubinrun[capture]'"
@@ -49,7 +50,13 @@ def header_dirs() -> list[str]:
 
 
 def cupti_library() -> str:
-    """libcupti's path: the wheel's (cuda.pathfinder), else a toolkit's."""
+    """libcupti's path: $CUBINRUN_CUPTI, else the wheel's (cuda.pathfinder), else a
+    toolkit's. (A CUPTI newer than the driver does not attach: the variable picks
+    another.)"""
+    if chosen := os.environ.get("CUBINRUN_CUPTI", "").strip():
+        if not os.path.isfile(chosen):
+            raise BuildError(f"CUBINRUN_CUPTI={chosen}: no such file")
+        return chosen
     try:
         from cuda.pathfinder import load_nvidia_dynamic_lib
         return load_nvidia_dynamic_lib("cupti").abs_path
@@ -65,6 +72,9 @@ def cupti_library() -> str:
 
 def build_injection() -> Path:
     """The library's path in the cache, compiled when missing or damaged."""
+    if WINDOWS:
+        raise BuildError("capturing CUDA launches through CUPTI is Linux only "
+                         "(CUDA_INJECTION64_PATH loads a shared object)")
     compiler = find_compiler()
     source = injection_source()
     includes = header_dirs()
