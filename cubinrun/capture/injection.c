@@ -737,7 +737,8 @@ EXPORT int InitializeInjection(void) {
     CUpti_SubscriberHandle subscriber;
     if (!cupti_ok(api.Subscribe(&subscriber, callback, NULL), "cuptiSubscribe")) {
         fail("CUPTI did not attach (libcupti %s; CUBINRUN_CUPTI picks another, e.g. the "
-             "toolkit's matching the driver)", getenv("CUBINRUN_CAPTURE_CUPTI"));
+             "toolkit's matching the driver)",
+             getenv("CUBINRUN_CAPTURE_CUPTI") ? getenv("CUBINRUN_CAPTURE_CUPTI") : "libcupti.so");
         write_summary();
         return 1;
     }
