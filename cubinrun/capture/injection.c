@@ -49,6 +49,8 @@ static struct {
     CUresult (*KernelGetParamInfo)(CUkernel, size_t, size_t *, size_t *);
     CUresult (*KernelGetFunction)(CUfunction *, CUkernel);
     CUresult (*FuncGetModule)(CUmodule *, CUfunction);
+    CUresult (*FuncGetName)(const char **, CUfunction);
+    CUresult (*KernelGetName)(const char **, CUkernel);
     CUresult (*PointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
     CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
     CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
@@ -552,7 +554,11 @@ static int on_enter(CUpti_CallbackId cbid, const CUpti_CallbackData *info) {
         note_skip(info->symbolName ? info->symbolName : "?", "parameters passed through `extra`");
         return 0;
     }
-    l->name = info->symbolName ? info->symbolName : "?";
+    l->name = info->symbolName;
+    if (!l->name && api.FuncGetName(&l->name, l->f) != CUDA_SUCCESS &&
+        api.KernelGetName(&l->name, (CUkernel)l->f) != CUDA_SUCCESS)
+        l->name = NULL;                     /* CUPTI gave none, nor did the driver */
+    if (!l->name) l->name = "?";
     if (!l->stream && (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
                        cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
                        cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz))
@@ -682,6 +688,8 @@ static int load_api(void) {
     GET(cuda, KernelGetParamInfo, "cuKernelGetParamInfo");
     GET(cuda, KernelGetFunction, "cuKernelGetFunction");
     GET(cuda, FuncGetModule, "cuFuncGetModule");
+    GET(cuda, FuncGetName, "cuFuncGetName");
+    GET(cuda, KernelGetName, "cuKernelGetName");
     GET(cuda, PointerGetAttribute, "cuPointerGetAttribute");
     GET(cuda, MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
     GET(cuda, MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
@@ -700,9 +708,10 @@ static int load_api(void) {
 }
 
 static void at_exit(void) {
-    pthread_mutex_lock(&lock);
+    /* never wait here: a thread still inside a capture holds the lock at exit */
+    int locked = pthread_mutex_trylock(&lock) == 0;
     write_summary();
-    pthread_mutex_unlock(&lock);
+    if (locked) pthread_mutex_unlock(&lock);
 }
 
 EXPORT int InitializeInjection(void) {
