@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -64,7 +65,7 @@ def capture(options: CaptureOptions, say: Callable[[str], None]) -> Summary:
         (stage / "raw").mkdir()
         env = child_environment(stage, options.selection, injection, cupti, options.triton,
                                 options.debug)
-        say(f"capture: running {' '.join(options.command)}")
+        say(f"capture: running {shlex.join(options.command)}")
         summary = Summary(list(options.command))
         with _progress(stage / "raw", say):
             summary.exit_code, summary.wall_s = run_program(options.command, env)
@@ -92,7 +93,7 @@ def write_folder(stage: Path, summary: Summary, selection: Selection,
     processes = read_processes(stage / "raw")
     summary.add_processes(processes)
     chosen, summary.skipped = choose(processes, selection)
-    program = " ".join(summary.program)
+    program = shlex.join(summary.program)
     for number, record in enumerate(chosen):
         try:
             written = write_spec(record, len(summary.specs), stage, program)
