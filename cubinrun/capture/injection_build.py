@@ -1,7 +1,7 @@
-"""The CUPTI injection library (injection.c), compiled on first use with the C
-compiler launchers are built with (launcher/compilers.py) and kept in the
-launcher cache, checked by digest as a launcher is; and the CUPTI library it
-loads into the program.
+"""The CUPTI injection library (injection_base.c and injection.c, one
+translation unit), compiled on first use with the C compiler launchers are
+built with (launcher/compilers.py) and kept in the launcher cache, checked by
+digest as a launcher is; and the CUPTI library it loads into the program.
 
 Headers and libcupti come from the `capture` extra's wheels (nvidia-cuda-cupti
 for cupti.h, nvidia-cuda-crt for the crt/ headers cupti.h includes), found
@@ -29,7 +29,10 @@ INSTALL_HINT = "pip install 'cubinrun[capture]'"
 
 
 def injection_source() -> str:
-    return resources.files("cubinrun.capture").joinpath("injection.c").read_text()
+    """The library's one translation unit: injection_base.c, then injection.c."""
+    package = resources.files("cubinrun.capture")
+    return "\n".join(package.joinpath(name).read_text()
+                     for name in ("injection_base.c", "injection.c"))
 
 
 def header_dirs() -> list[str]:
