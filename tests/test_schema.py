@@ -89,12 +89,13 @@ def test_a_triton_spec_may_repeat_the_entry_s_launch_keys():
 # Every section of sections.py in one spec, so each can get an unknown key.
 EVERY_SECTION = """\
 kernel: {cubin: k.cubin, name: k}
-signature: {x: "*fp32", d: nvTmaDesc, n: i32}
+signature: {x: "*fp32", d: nvTmaDesc, n: i32, y: "*fp32"}
 vars: {N: 256}
 args:
   x: {shape: [N], init: {random: normal, seed: 1}}
   d: {buffer: x, block: [64]}
   n: N
+  y: {into: x, at: 16}
 grid: [1]
 launch: {num_warps: 4, global_scratch: {size: 64}}
 globals:
@@ -107,7 +108,7 @@ SECTION_PATHS = {"spec": (), "kernel": ("kernel",), "launch": ("launch",),
                  "scratch": ("launch", "global_scratch"), "buffer": ("args", "x"),
                  "init": ("args", "x", "init"), "descriptor": ("args", "d"),
                  "check_entry": ("check", "x"), "bench": ("bench",),
-                 "global": ("globals", "d_filter")}
+                 "global": ("globals", "d_filter"), "alias": ("args", "y")}
 
 
 def test_the_spec_with_every_section_loads_and_is_valid(write_spec):

@@ -30,6 +30,7 @@ COMMANDS = {
     "init": ("binaries", "init"), "profile": ("profile", "profile"),
     "repro": ("repro", "repro"), "cache": ("caches", "cache"), "schema": ("schema", "schema"),
     "tune": ("tune", "tune"), "history": ("history", "history"),
+    "capture": ("capture", "capture"),
 }
 
 

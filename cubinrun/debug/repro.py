@@ -234,7 +234,8 @@ def _params(plan, names: list[str]) -> str:
         note = f"/* {k}: {leaf.path} ({leaf.type}): {slot.describe()} */"
         if slot.kind in ("buffer", "desc_base"):
             target = slot.name if slot.kind == "buffer" else slot.desc.buffer
-            lines.append(f"  CUdeviceptr p{k} = dev[{names.index(target)}]; {note}")
+            at = f" + {slot.at}" if slot.kind == "buffer" and slot.at else ""
+            lines.append(f"  CUdeviceptr p{k} = dev[{names.index(target)}]{at}; {note}")
             pointers.append(f"&p{k}")
         elif slot.kind == "null":
             lines.append(f"  CUdeviceptr p{k} = 0; {note}")
@@ -251,8 +252,9 @@ def _params(plan, names: list[str]) -> str:
             data = pack_struct(size, slot.members, lambda name: 0)     # pointers patched below
             lines.append(f"  static _Alignas({align}) unsigned char p{k}[{size}] = "
                          f"{{{', '.join(f'0x{b:02x}' for b in data)}}}; {note}")
-            lines += [f"  memcpy(p{k} + {m.offset}, &dev[{names.index(m.value)}], 8); "
-                      f"/* {m.path} */" for m in slot.members if m.kind == "buffer"]
+            lines += [f"  {{ CUdeviceptr a = dev[{names.index(m.value)}] + {m.at}; "
+                      f"memcpy(p{k} + {m.offset}, &a, 8); }} /* {m.path} */"
+                      for m in slot.members if m.kind == "buffer"]
             pointers.append(f"p{k}")
         elif slot.kind == "tma":
             buffer = spec.buffers[slot.desc.buffer]

@@ -14,7 +14,7 @@ def launcher_values(slots: list[Slot], memory: DeviceMemory) -> list:
     values = []
     for slot in slots:
         if slot.kind == "buffer":
-            values.append(memory.buffers[slot.name].pointer)
+            values.append(memory.buffers[slot.name].pointer + slot.at)
         elif slot.kind == "null":
             values.append(0)
         elif slot.kind == "scalar":

@@ -38,7 +38,7 @@ def pack_struct(size: int, members: Iterable[Member], address_of: Callable[[str]
         if m.kind == "scalar":
             raw = scalar_bytes(m.type, m.value)
         else:
-            raw = (address_of(m.value) if m.kind == "buffer" else 0).to_bytes(8, "little")
+            raw = (address_of(m.value) + m.at if m.kind == "buffer" else 0).to_bytes(8, "little")
         blob[m.offset:m.offset + len(raw)] = raw
     return bytes(blob)
 

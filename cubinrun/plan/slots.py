@@ -22,14 +22,21 @@ class Member:
     type: str                 # a scalar name or *T
     kind: str                 # "scalar", "buffer" or "null"
     value: int | float | str | None    # the number, or the buffer's name
+    at: int = 0               # bytes past the buffer's start ({into, at})
 
     def describe(self) -> str:
-        return {"buffer": f"buffer {self.value}", "null": "null"}.get(self.kind, repr(self.value))
+        return {"buffer": f"buffer {self.value}{_at(self.at)}",
+                "null": "null"}.get(self.kind, repr(self.value))
 
     def to_json(self) -> dict:
         return {"name": self.path, "type": self.type, "offset": self.offset,
                 "source": self.kind, "value": self.value if self.kind == "scalar" else None,
-                "from": self.value if self.kind == "buffer" else None}
+                "from": self.value if self.kind == "buffer" else None,
+                **({"at": self.at} if self.at else {})}
+
+
+def _at(at: int) -> str:
+    return f" + {at} bytes" if at else ""
 
 
 @dataclass(frozen=True)
@@ -41,10 +48,11 @@ class Slot:
     desc: DescArg | None = None
     meta: dict | None = None           # Triton's tensordesc_meta entry for a tensordesc
     members: tuple[Member, ...] = ()   # a struct's scalars and pointers, by offset
+    at: int = 0                        # a pointer into its buffer ({into, at}): bytes past its start
 
     def describe(self) -> str:
         if self.kind == "buffer":
-            return f"buffer {self.name}"
+            return f"buffer {self.name}{_at(self.at)}"
         if self.kind == "null":
             return "null pointer"
         if self.kind == "tma":
@@ -80,7 +88,7 @@ def bind_slots(spec: Spec) -> list[Slot]:
                 visit(item)
         elif isinstance(arg, BufferRef):
             values.append(("null", arg.name, None, None, None) if arg.buffer is None
-                          else ("buffer", arg.buffer, None, None, None))
+                          else ("buffer", arg.buffer, None, None, None, (), arg.at))
         elif isinstance(arg, ScalarArg):
             values.append(("scalar", arg.name, arg.value, None, None))
         elif isinstance(arg, DescArg):
@@ -98,7 +106,7 @@ def bind_slots(spec: Spec) -> list[Slot]:
 
 def struct_members(arg: StructArg) -> tuple[Member, ...]:
     """The struct's scalars and pointers with their offsets (C layout)."""
-    sources: list[tuple[str, int | float | str | None]] = []
+    sources: list[tuple] = []             # (kind, value[, at])
 
     def visit(item) -> None:
         if isinstance(item, StructArg):
@@ -107,15 +115,16 @@ def struct_members(arg: StructArg) -> tuple[Member, ...]:
         elif isinstance(item, ScalarArg):
             sources.append(("scalar", item.value))
         else:                                   # a pointer: BufferRef
-            sources.append(("null", None) if item.buffer is None else ("buffer", item.buffer))
+            sources.append(("null", None) if item.buffer is None
+                           else ("buffer", item.buffer, item.at))
 
     from ..signature.aggregates import fields
     visit(arg)
     placed = fields(arg.type, arg.name)
     if len(placed) != len(sources):
         raise AssertionError(f"{arg.name}: {len(sources)} values for {len(placed)} fields")
-    return tuple(Member(f.path, f.offset, f.type, kind, value)
-                 for f, (kind, value) in zip(placed, sources))
+    return tuple(Member(f.path, f.offset, f.type, *source)
+                 for f, source in zip(placed, sources))
 
 
 def _desc_values(spec: Spec, desc: DescArg, start: int, leaves: list[Leaf]) -> list[tuple]:

@@ -40,6 +40,10 @@ def check_plan(plan: Plan) -> None:
                          "assuming it)")
         elif slot.kind in _POINTER_SLOTS:
             buffer = spec.buffers[slot.name if slot.kind == "buffer" else slot.desc.buffer]
+            if slot.at % divisibility:          # {into, at}: a place inside another's buffer
+                raise _pointer_error(plan, slot.leaf.path, divisibility,
+                                     f"at: {slot.at} puts it {slot.at % divisibility} bytes past "
+                                     f"a multiple of {divisibility} in {slot.name}")
             if buffer.offset_bytes % min(divisibility, ALLOCATION_ALIGNMENT):
                 raise _pointer_error(plan, slot.leaf.path, divisibility,
                                      f"offset: {buffer.offset} puts it {buffer.offset_bytes} bytes "

@@ -30,6 +30,7 @@ class ArgsBuilder:
         self.signature = signature
         self.buffers: dict[str, BufferArg] = {}
         self.descs: list[tuple[DescArg, str, Any, Any]] = []   # to resolve once all buffers exist
+        self.aliases: list[tuple[BufferRef, str, Any]] = []     # the same, for {into, at}
 
     def build(self) -> tuple[list[Arg], dict[str, BufferArg]]:
         b, t = self.b, self.b.tree
@@ -51,6 +52,7 @@ class ArgsBuilder:
                               t, "args")
             args.append(self.arg(name, ty, node.get(name), f"args.{name}", node, name))
         self.resolve_descs()
+        self.resolve_aliases()
         return args, self.buffers
 
     def arg(self, name: str, ty: sig.ParamType, value: Any, field: str, parent: Any, key: Any) -> Arg:
@@ -71,6 +73,8 @@ class ArgsBuilder:
         if isinstance(ty, sig.PointerType):
             if value is None:
                 return BufferRef(name, None)
+            if isinstance(value, dict) and "into" in value:
+                return self.alias(name, value, field, parent, key)
             self.buffers[name] = self.buffer(name, value, ty.pointee, field, parent, key)
             return BufferRef(name, name)
         if isinstance(ty, sig.TupleType):
@@ -124,6 +128,19 @@ class ArgsBuilder:
         if "offset" in node:            # elements: the kernel gets the address past them
             offset = b.integer(node["offset"], f"{field}.offset", node, "offset", minimum=0)
         return BufferArg(name, dtype, shape, init, save, offset)
+
+    def alias(self, name: str, value: Any, field: str, parent: Any, key: Any) -> BufferRef:
+        """`{into: NAME, at: K}`: K bytes into another pointer's buffer."""
+        b = self.b
+        node = b.mapping(value, field, parent, key, keys("alias"), required=required("alias"))
+        if not isinstance(node["into"], str):
+            raise b.error("must name another pointer's buffer", f"{field}.into", node, "into")
+        at = 0
+        if "at" in node:
+            at = b.integer(node["at"], f"{field}.at", node, "at", 0, MAX_BUFFER_BYTES)
+        ref = BufferRef(name, node["into"], at)
+        self.aliases.append((ref, field, node))
+        return ref
 
     def shape(self, node: Any, dtype, field: str) -> tuple[int, ...]:
         """`node["shape"]`: one to MAX_DIMS sizes, the array within MAX_BUFFER_BYTES."""
@@ -248,6 +265,19 @@ class ArgsBuilder:
             if len(buffer.shape) != len(desc.block):
                 raise self.b.error(f"buffer {excerpt(desc.buffer)} has {len(buffer.shape)} dims but the "
                                    f"block has {len(desc.block)}", field, node, key)
+
+
+    def resolve_aliases(self) -> None:
+        """An alias points into a buffer that exists, no further than its end."""
+        for ref, field, node in self.aliases:
+            buffer = self.buffers.get(ref.buffer)
+            if buffer is None:
+                raise self.b.error(f"{excerpt(ref.buffer)} is not a buffer (buffers: "
+                                   f"{shorten(', '.join(self.buffers) or 'none', 200)})",
+                                   f"{field}.into", node, "into")
+            if ref.at > buffer.nbytes:
+                raise self.b.error(f"{ref.at} bytes is past the end of {ref.buffer} "
+                                   f"({buffer.nbytes} bytes)", f"{field}.at", node, "at")
 
 
 def scalar_entries(signature: sig.Signature, args: Any) -> Iterator[tuple]:

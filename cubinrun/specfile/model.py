@@ -88,9 +88,12 @@ class BufferArg:
 
 @dataclass(frozen=True)
 class BufferRef:
-    """A pointer parameter: the buffer it points to, or None for a null pointer."""
+    """A pointer parameter: the buffer it points to, or None for a null pointer;
+    `at` bytes past the buffer's start for a pointer into another's buffer
+    (`{into: NAME, at: K}`: captured pointers that share an allocation)."""
     name: str
     buffer: str | None
+    at: int = 0
 
 
 @dataclass(frozen=True)

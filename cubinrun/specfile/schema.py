@@ -101,9 +101,11 @@ def schema() -> dict:
     defs["arg"] = {"anyOf": [
         {"type": ["number", "string", "boolean", "null"]},
         {"$ref": "#/$defs/buffer"},
+        {"$ref": "#/$defs/alias"},
         {"$ref": "#/$defs/descriptor"},
         {"type": "array", "items": {"$ref": "#/$defs/arg"}}],
-        "description": "A scalar's expression, a pointer's buffer (or null), a descriptor, "
+        "description": "A scalar's expression, a pointer's buffer (or null, or a place in "
+                       "another's buffer: {into, at}), a descriptor, "
                        "or a list for a tuple or struct."}
     top = _closed("spec")
     return {

@@ -113,6 +113,11 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("offset", "expr", "Elements before the array: the kernel gets the address past "
             "them (misaligned pointers)."),
     ),
+    "alias": (
+        Key("into", "string", "The buffer it points into: another pointer's (`x`, `p[3]` for a "
+            "struct member).", required=True),
+        Key("at", "expr", "Bytes past that buffer's start (default 0; at most its size)."),
+    ),
     "global": (
         Key("dtype", "string", "The element type (required: the binary records only sizes).",
             required=True, choices=DTYPES),

@@ -1,0 +1,515 @@
+/* cubinrun capture's CUPTI injection library, second half: the launches
+ * (what is read and saved around each one), the callback and start-up. It
+ * follows injection_base.c in one translation unit (injection_build.py puts
+ * them together), whose state and helpers it uses. */
+
+/* ---- one launch --------------------------------------------------------------------- */
+typedef struct { size_t offset, size; } Param;
+typedef struct { int param; size_t offset; int region; size_t at; } Pointer;
+typedef struct { CUdeviceptr start, end; unsigned char *before, *after, *again; } Region;
+
+typedef struct {
+    CUpti_CallbackId cbid;
+    const char *name;
+    CUfunction f;
+    unsigned grid[3], block[3], shared, cluster[3];
+    int cooperative;
+    CUstream stream;
+    void **params;
+    const CUlaunchConfig *config;
+    Param param[MAX_PARAMS];
+    size_t nparams;
+    Pointer pointer[MAX_POINTERS];
+    size_t npointers;
+    Region region[MAX_POINTERS];
+    size_t nregions;
+    uint64_t key;
+} Launch;
+
+static void free_regions(Launch *l) {
+    for (size_t i = 0; i < l->nregions; i++) {
+        free(l->region[i].before);
+        free(l->region[i].after);
+        free(l->region[i].again);
+        l->region[i].before = l->region[i].after = l->region[i].again = NULL;
+    }
+}
+
+static int read_launch(CUpti_CallbackId cbid, const void *p, Launch *l) {
+    memset(l->cluster, 0, sizeof l->cluster);
+    l->cooperative = 0;
+    l->config = NULL;
+    l->cbid = cbid;
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) {
+        const cuLaunchKernel_params *a = p;
+        l->f = a->f; l->stream = a->hStream; l->params = a->kernelParams;
+        l->grid[0] = a->gridDimX; l->grid[1] = a->gridDimY; l->grid[2] = a->gridDimZ;
+        l->block[0] = a->blockDimX; l->block[1] = a->blockDimY; l->block[2] = a->blockDimZ;
+        l->shared = a->sharedMemBytes;
+        return a->extra == NULL;
+    }
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel ||
+        cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz) {
+        const cuLaunchCooperativeKernel_params *a = p;
+        l->f = a->f; l->stream = a->hStream; l->params = a->kernelParams;
+        l->grid[0] = a->gridDimX; l->grid[1] = a->gridDimY; l->grid[2] = a->gridDimZ;
+        l->block[0] = a->blockDimX; l->block[1] = a->blockDimY; l->block[2] = a->blockDimZ;
+        l->shared = a->sharedMemBytes;
+        l->cooperative = 1;
+        return 1;
+    }
+    const cuLaunchKernelEx_params *a = p;          /* cuLaunchKernelEx and _ptsz */
+    const CUlaunchConfig *c = a->config;
+    l->f = a->f; l->params = a->kernelParams; l->config = c;
+    l->stream = c->hStream;
+    l->grid[0] = c->gridDimX; l->grid[1] = c->gridDimY; l->grid[2] = c->gridDimZ;
+    l->block[0] = c->blockDimX; l->block[1] = c->blockDimY; l->block[2] = c->blockDimZ;
+    l->shared = c->sharedMemBytes;
+    for (unsigned i = 0; i < c->numAttrs; i++) {
+        if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative)
+            l->cooperative = 1;
+        if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+            l->cluster[0] = c->attrs[i].value.clusterDim.x;
+            l->cluster[1] = c->attrs[i].value.clusterDim.y;
+            l->cluster[2] = c->attrs[i].value.clusterDim.z;
+        }
+    }
+    return a->extra == NULL;
+}
+
+static const char *read_params(Launch *l) {
+    l->nparams = 0;
+    int as_kernel = 0;
+    for (size_t i = 0; i < MAX_PARAMS; i++) {
+        size_t offset, size;
+        CUresult status = as_kernel ? api.KernelGetParamInfo((CUkernel)l->f, i, &offset, &size)
+                                    : api.FuncGetParamInfo(l->f, i, &offset, &size);
+        if (status == CUDA_ERROR_INVALID_HANDLE && i == 0 && !as_kernel) {
+            as_kernel = 1;          /* the runtime launches CUkernels */
+            i--;
+            continue;
+        }
+        if (status == CUDA_ERROR_INVALID_VALUE) return NULL;      /* past the last one */
+        if (status != CUDA_SUCCESS && i > 0) {      /* past the last one, said otherwise */
+            say("%s: parameter %zu: error %d taken as the end", l->name, i, (int)status);
+            return NULL;
+        }
+        if (!cu_ok(status, as_kernel ? "cuKernelGetParamInfo" : "cuFuncGetParamInfo"))
+            return "its parameters could not be read (cuFuncGetParamInfo)";
+        l->param[l->nparams].offset = offset;
+        l->param[l->nparams++].size = size;
+    }
+    return "more than 1024 parameters";
+}
+
+static int region_of(Launch *l, CUdeviceptr start, CUdeviceptr end, CUdeviceptr pointer) {
+    for (size_t r = 0; r < l->nregions; r++) {
+        if (l->region[r].end == end) {
+            if (pointer < l->region[r].start) l->region[r].start = pointer;
+            return (int)r;
+        }
+    }
+    (void)start;
+    l->region[l->nregions].start = pointer;       /* from the lowest pointer, not the allocation's start */
+    l->region[l->nregions].end = end;
+    l->region[l->nregions].before = l->region[l->nregions].after = l->region[l->nregions].again = NULL;
+    return (int)l->nregions++;
+}
+
+static const char *find_pointers(Launch *l) {
+    l->npointers = l->nregions = 0;
+    for (size_t i = 0; i < l->nparams; i++) {
+        for (size_t w = 0; w + 8 <= l->param[i].size; w += 8) {
+            CUdeviceptr value, start;
+            size_t size;
+            memcpy(&value, (const char *)l->params[i] + w, 8);
+            if (value == 0) continue;
+            if (api.PointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, value) != CUDA_SUCCESS)
+                continue;                  /* a number, not a pointer */
+            if (!cu_ok(api.PointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, value),
+                       "cuPointerGetAttribute(RANGE_SIZE)"))
+                return "a pointer's allocation size could not be read";
+            if (l->npointers == MAX_POINTERS) return "more than 1024 pointers";
+            Pointer *p = &l->pointer[l->npointers++];
+            p->param = (int)i;
+            p->offset = w;
+            p->region = region_of(l, start, start + size, value);
+        }
+    }
+    for (size_t k = 0; k < l->npointers; k++) {
+        CUdeviceptr value;
+        memcpy(&value, (const char *)l->params[l->pointer[k].param] + l->pointer[k].offset, 8);
+        l->pointer[k].at = value - l->region[l->pointer[k].region].start;
+    }
+    return NULL;
+}
+
+static uint64_t launch_key(const Launch *l) {
+    uint64_t h = fnv(14695981039346656037ULL, l->name, strlen(l->name));
+    h = fnv(h, l->grid, sizeof l->grid);
+    h = fnv(h, l->block, sizeof l->block);
+    h = fnv(h, &l->shared, sizeof l->shared);
+    for (size_t r = 0; r < l->nregions; r++) {
+        uint64_t size = l->region[r].end - l->region[r].start;
+        h = fnv(h, &size, sizeof size);
+    }
+    return h ? h : 1;
+}
+
+static size_t region_bytes(const Launch *l) {
+    size_t total = 0;
+    for (size_t r = 0; r < l->nregions; r++) total += l->region[r].end - l->region[r].start;
+    return total;
+}
+
+static int copy_regions(Launch *l, int which) {     /* 0 before, 1 after, 2 again */
+    for (size_t r = 0; r < l->nregions; r++) {
+        size_t size = l->region[r].end - l->region[r].start;
+        unsigned char *host = malloc(size ? size : 1);
+        if (!host) { fail("out of host memory for %zu bytes", size); return 0; }
+        if (which == 0) l->region[r].before = host;
+        else if (which == 1) l->region[r].after = host;
+        else l->region[r].again = host;
+        if (size && !cu_ok(api.MemcpyDtoHAsync(host, l->region[r].start, size, l->stream), "cuMemcpyDtoHAsync"))
+            return 0;
+    }
+    return cu_ok(api.StreamSynchronize(l->stream), "cuStreamSynchronize");
+}
+
+static int restore_regions(Launch *l, int which) {
+    for (size_t r = 0; r < l->nregions; r++) {
+        size_t size = l->region[r].end - l->region[r].start;
+        const unsigned char *host = which == 0 ? l->region[r].before : l->region[r].after;
+        if (size && !cu_ok(api.MemcpyHtoDAsync(l->region[r].start, host, size, l->stream), "cuMemcpyHtoDAsync"))
+            return 0;
+    }
+    return cu_ok(api.StreamSynchronize(l->stream), "cuStreamSynchronize");
+}
+
+static CUresult launch_again(const Launch *l) {
+    inside = 1;
+    CUresult status;
+    if (l->config) status = api.LaunchKernelEx(l->config, l->f, l->params, NULL);
+    else if (l->cooperative)
+        status = api.LaunchCooperativeKernel(l->f, l->grid[0], l->grid[1], l->grid[2], l->block[0],
+                                             l->block[1], l->block[2], l->shared, l->stream, l->params);
+    else
+        status = api.LaunchKernel(l->f, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+                                  l->block[2], l->shared, l->stream, l->params, NULL);
+    inside = 0;
+    return status;
+}
+
+static int differs(const Launch *l, int which) {   /* after vs before (0) or again vs after (1) */
+    for (size_t r = 0; r < l->nregions; r++) {
+        size_t size = l->region[r].end - l->region[r].start;
+        const unsigned char *a = which ? l->region[r].again : l->region[r].after;
+        const unsigned char *b = which ? l->region[r].after : l->region[r].before;
+        if (memcmp(a, b, size)) return 1;
+    }
+    return 0;
+}
+
+static int write_record(Launch *l, int module, int deterministic) {
+    char dir[4200], path[4400];
+    snprintf(dir, sizeof dir, "%s/%05lld", folder, captured);
+    if (mkdir(dir, 0777) != 0) {
+        fail("cannot create %s: %s", dir, strerror(errno));
+        stop_writing();
+        return 0;
+    }
+    long long bytes = 0;
+    for (size_t r = 0; r < l->nregions; r++) {
+        size_t size = l->region[r].end - l->region[r].start;
+        snprintf(path, sizeof path, "%s/r%zu.before", dir, r);
+        if (!write_file(path, l->region[r].before, size)) return 0;
+        bytes += size;
+        if (memcmp(l->region[r].after, l->region[r].before, size)) {
+            snprintf(path, sizeof path, "%s/r%zu.after", dir, r);
+            if (!write_file(path, l->region[r].after, size)) return 0;
+            bytes += size;
+        }
+        if (l->region[r].again && memcmp(l->region[r].again, l->region[r].after, size)) {
+            snprintf(path, sizeof path, "%s/r%zu.again", dir, r);
+            if (!write_file(path, l->region[r].again, size)) return 0;
+        }
+    }
+    snprintf(path, sizeof path, "%s/record.json.partial", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) { fail("cannot write %s: %s", path, strerror(errno)); stop_writing(); return 0; }
+    fprintf(f, "{\"source\": \"cupti\", \"pid\": %d, \"program_launch\": %lld, \"kernel\": ",
+            (int)getpid(), seen);
+    json_string(f, l->name);
+    if (module >= 0) fprintf(f, ", \"module\": \"modules/m%d.cubin\"", module);
+    else fputs(", \"module\": null", f);
+    fprintf(f, ", \"key\": \"%016llx\", \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], "
+               "\"shared\": %u, \"cooperative\": %s, \"cluster\": [%u, %u, %u], \"deterministic\": %s",
+            (unsigned long long)l->key, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+            l->block[2], l->shared, l->cooperative ? "true" : "false", l->cluster[0], l->cluster[1],
+            l->cluster[2], deterministic < 0 ? "null" : deterministic ? "true" : "false");
+    fputs(", \"params\": [", f);
+    for (size_t i = 0; i < l->nparams; i++) {
+        fprintf(f, "%s{\"offset\": %zu, \"size\": %zu, \"hex\": \"", i ? ", " : "",
+                l->param[i].offset, l->param[i].size);
+        for (size_t b = 0; b < l->param[i].size; b++)
+            fprintf(f, "%02x", ((const unsigned char *)l->params[i])[b]);
+        fputs("\"}", f);
+    }
+    fputs("], \"pointers\": [", f);
+    for (size_t k = 0; k < l->npointers; k++)
+        fprintf(f, "%s{\"param\": %d, \"offset\": %zu, \"region\": %d, \"at\": %zu}", k ? ", " : "",
+                l->pointer[k].param, l->pointer[k].offset, l->pointer[k].region, l->pointer[k].at);
+    fputs("], \"regions\": [", f);
+    for (size_t r = 0; r < l->nregions; r++) {
+        size_t size = l->region[r].end - l->region[r].start;
+        int changed = memcmp(l->region[r].after, l->region[r].before, size) != 0;
+        int other = l->region[r].again && memcmp(l->region[r].again, l->region[r].after, size);
+        fprintf(f, "%s{\"size\": %zu, \"before\": \"r%zu.before\", \"after\": ", r ? ", " : "", size, r);
+        if (changed) fprintf(f, "\"r%zu.after\"", r); else fputs("null", f);
+        fputs(", \"again\": ", f);
+        if (other) fprintf(f, "\"r%zu.again\"}", r); else fputs("null}", f);
+    }
+    fputs("]}\n", f);
+    char final_path[4400];
+    snprintf(final_path, sizeof final_path, "%s/record.json", dir);
+    if (fclose(f) != 0 || rename(path, final_path) != 0) {
+        fail("cannot write %s: %s", final_path, strerror(errno));
+        stop_writing();
+        return 0;
+    }
+    saved_bytes += bytes;
+    captured++;
+    say("captured %s grid [%u, %u, %u] block [%u, %u, %u]", l->name, l->grid[0], l->grid[1],
+        l->grid[2], l->block[0], l->block[1], l->block[2]);
+    write_summary();
+    return 1;
+}
+
+static Launch current;        /* under `lock`: one launch is captured at a time */
+
+/* Before the launch: select it, and save its inputs. 1: capture it at the exit. */
+static int on_enter(CUpti_CallbackId cbid, const CUpti_CallbackData *info) {
+    Launch *l = &current;
+    seen++;
+    if (!read_launch(cbid, info->functionParams, l) || !l->params) {
+        note_skip(info->symbolName ? info->symbolName : "?", "parameters passed through `extra`");
+        return 0;
+    }
+    l->name = info->symbolName;
+    if (!l->name && api.FuncGetName(&l->name, l->f) != CUDA_SUCCESS &&
+        api.KernelGetName(&l->name, (CUkernel)l->f) != CUDA_SUCCESS)
+        l->name = NULL;                     /* CUPTI gave none, nor did the driver */
+    if (!l->name) l->name = "?";
+    if (!l->stream && (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+                       cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
+                       cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz))
+        l->stream = CU_STREAM_PER_THREAD;           /* our copies go where the launch went */
+    if (have_regex && regexec(&kernel_regex, l->name, 0, NULL, 0) != 0) {
+        note_skip(l->name, "--kernel does not match");
+        return 0;
+    }
+    CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (!cu_ok(api.StreamIsCapturing(l->stream, &capturing), "cuStreamIsCapturing")) return 0;
+    if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) {
+        note_skip(l->name, "launched into a CUDA graph being captured");
+        return 0;
+    }
+    const char *why = read_params(l);
+    if (!why) why = find_pointers(l);
+    if (why) { note_skip(l->name, why); return 0; }
+    l->key = launch_key(l);
+    if (seen_before(l->key)) {
+        note_skip(l->name, "a launch of the same kernel, grid and sizes was already seen");
+        return 0;
+    }
+    selected++;
+    if (selected <= opt_skip) { note_skip(l->name, "--skip"); return 0; }
+    if (opt_limit >= 0 && captured >= opt_limit) { note_skip(l->name, "--limit"); return 0; }
+    long long need = 2 * (long long)region_bytes(l);
+    if (opt_max_launch >= 0 && need > opt_max_launch) {
+        note_skip(l->name, "--max-bytes: more than allowed for one launch");
+        return 0;
+    }
+    if (opt_max_total >= 0 && saved_bytes + need > opt_max_total) {
+        note_skip(l->name, "--max-bytes: more than allowed in all");
+        return 0;
+    }
+    if (stopped) { note_skip(l->name, "capture stopped (a write failed)"); return 0; }
+    if (!copy_regions(l, 0)) { free_regions(l); return 0; }
+    return 1;
+}
+
+/* After it: save what it left, launch once more from the inputs, put its results back. */
+static void on_exit_(const CUpti_CallbackData *info) {
+    Launch *l = &current;
+    int deterministic = -1;
+    if (info->functionReturnValue && *(const CUresult *)info->functionReturnValue != CUDA_SUCCESS) {
+        note_skip(l->name, "the launch failed");
+        free_regions(l);
+        return;
+    }
+    int module = module_of(l->f);
+    if (!copy_regions(l, 1)) { free_regions(l); return; }
+    if (differs(l, 0)) {
+        if (!restore_regions(l, 0)) goto restore;
+        if (!cu_ok(launch_again(l), "launching again (determinism)")) goto restore;
+        if (!copy_regions(l, 2)) goto restore;
+        deterministic = !differs(l, 1);
+restore:
+        if (!restore_regions(l, 1)) fail("the program's memory after %s could not be put back", l->name);
+    }
+    write_record(l, module, deterministic);
+    free_regions(l);
+}
+
+static void CUPTIAPI callback(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                              const void *data) {
+    (void)user;
+    if (!enabled) return;
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+        /* no lock: a module may load lazily inside our own cuKernelGetFunction, with it held */
+        if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED)
+            module_loaded((const CUpti_ModuleResourceData *)((const CUpti_ResourceData *)data)->resourceDescriptor);
+        return;
+    }
+    if (inside) return;
+    const CUpti_CallbackData *info = data;
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoad || cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData ||
+        cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx ||
+        cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary) {
+        if (info->callbackSite == CUPTI_API_ENTER) { loaded_module = -1; return; }
+        CUmodule *module = *(CUmodule *const *)info->functionParams;   /* each call's first parameter */
+        if (loaded_module >= 0 && module && *module) {
+            pthread_mutex_lock(&lock);
+            remember_module(*module, loaded_module);
+            pthread_mutex_unlock(&lock);
+        }
+        return;
+    }
+    if (paused) return;
+    static __thread int capturing;
+    if (info->callbackSite == CUPTI_API_ENTER) {
+        loaded_module = -1;
+        pthread_mutex_lock(&lock);
+        capturing = on_enter(cbid, info);
+        if (!capturing) pthread_mutex_unlock(&lock);    /* held until the exit otherwise */
+    } else if (capturing) {
+        capturing = 0;
+        inside = 1;
+        on_exit_(info);
+        inside = 0;
+        pthread_mutex_unlock(&lock);
+    }
+}
+
+/* ---- start-up ------------------------------------------------------------------------ */
+static long long env_number(const char *name, long long otherwise) {
+    const char *text = getenv(name);
+    if (!text || !*text) return otherwise;
+    char *end;
+    long long value = strtoll(text, &end, 10);
+    return *end ? otherwise : value;
+}
+
+static void *symbol(void *library, const char *name) {
+    void *found = dlsym(library, name);
+    if (!found) fail("%s not found: %s", name, dlerror());
+    return found;
+}
+
+static int load_api(void) {
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!cuda) cuda = dlopen("libcuda.so.1", RTLD_NOW);
+    const char *cupti_path = getenv("CUBINRUN_CAPTURE_CUPTI");
+    void *cupti = dlopen(cupti_path && *cupti_path ? cupti_path : "libcupti.so", RTLD_NOW);
+    if (!cuda) { fail("libcuda.so.1 does not load: %s", dlerror()); return 0; }
+    if (!cupti) { fail("libcupti does not load (%s): %s", cupti_path ? cupti_path : "", dlerror()); return 0; }
+#define GET(lib, field, name) if (!(*(void **)&api.field = symbol(lib, name))) return 0
+    GET(cuda, FuncGetParamInfo, "cuFuncGetParamInfo");
+    GET(cuda, KernelGetParamInfo, "cuKernelGetParamInfo");
+    GET(cuda, KernelGetFunction, "cuKernelGetFunction");
+    GET(cuda, FuncGetModule, "cuFuncGetModule");
+    GET(cuda, FuncGetName, "cuFuncGetName");
+    GET(cuda, KernelGetName, "cuKernelGetName");
+    GET(cuda, PointerGetAttribute, "cuPointerGetAttribute");
+    GET(cuda, MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+    GET(cuda, MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+    GET(cuda, StreamSynchronize, "cuStreamSynchronize");
+    GET(cuda, StreamIsCapturing, "cuStreamIsCapturing");
+    GET(cuda, LaunchKernel, "cuLaunchKernel");
+    GET(cuda, LaunchKernelEx, "cuLaunchKernelEx");
+    GET(cuda, LaunchCooperativeKernel, "cuLaunchCooperativeKernel");
+    GET(cuda, GetErrorName, "cuGetErrorName");
+    GET(cupti, Subscribe, "cuptiSubscribe");
+    GET(cupti, EnableDomain, "cuptiEnableDomain");
+    GET(cupti, EnableCallback, "cuptiEnableCallback");
+    GET(cupti, GetResultString, "cuptiGetResultString");
+#undef GET
+    return 1;
+}
+
+static void at_exit(void) {
+    /* never wait here: a thread still inside a capture holds the lock at exit */
+    int locked = pthread_mutex_trylock(&lock) == 0;
+    write_summary();
+    if (locked) pthread_mutex_unlock(&lock);
+}
+
+EXPORT int InitializeInjection(void) {
+    const char *root = getenv("CUBINRUN_CAPTURE_DIR");
+    if (!root || !*root) return 1;
+    snprintf(folder, sizeof folder, "%s/raw/cupti-%d", root, (int)getpid());
+    char modules_dir[4200];
+    snprintf(modules_dir, sizeof modules_dir, "%s/modules", folder);
+    if ((mkdir(folder, 0777) != 0 && errno != EEXIST) || (mkdir(modules_dir, 0777) != 0 && errno != EEXIST)) {
+        fprintf(stderr, "cubinrun capture (cupti): cannot create %s: %s\n", modules_dir, strerror(errno));
+        return 1;
+    }
+    if (env_number("CUBINRUN_CAPTURE_DEBUG", 0)) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/debug.log", folder);
+        debug_log = fopen(path, "a");
+    }
+    const char *pattern = getenv("CUBINRUN_CAPTURE_KERNEL");
+    if (pattern && *pattern) {
+        if (regcomp(&kernel_regex, pattern, REG_EXTENDED | REG_NOSUB) != 0) {
+            fail("--kernel %s is not an extended regular expression", pattern);
+            write_summary();
+            return 1;
+        }
+        have_regex = 1;
+    }
+    opt_limit = env_number("CUBINRUN_CAPTURE_LIMIT", -1);
+    opt_skip = env_number("CUBINRUN_CAPTURE_SKIP", 0);
+    opt_max_launch = env_number("CUBINRUN_CAPTURE_MAX_LAUNCH_BYTES", -1);
+    opt_max_total = env_number("CUBINRUN_CAPTURE_MAX_TOTAL_BYTES", -1);
+    if (!load_api()) { write_summary(); return 1; }
+    CUpti_SubscriberHandle subscriber;
+    if (!cupti_ok(api.Subscribe(&subscriber, callback, NULL), "cuptiSubscribe")) {
+        fail("CUPTI did not attach (libcupti %s; CUBINRUN_CUPTI picks another, e.g. the "
+             "toolkit's matching the driver)",
+             getenv("CUBINRUN_CAPTURE_CUPTI") ? getenv("CUBINRUN_CAPTURE_CUPTI") : "libcupti.so");
+        write_summary();
+        return 1;
+    }
+    static const CUpti_CallbackId launches[] = {
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuModuleLoad, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData,
+        CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary};
+    for (size_t i = 0; i < sizeof launches / sizeof launches[0]; i++)
+        if (!cupti_ok(api.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, launches[i]),
+                      "cuptiEnableCallback")) { write_summary(); return 1; }
+    if (!cupti_ok(api.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                     CUPTI_CBID_RESOURCE_MODULE_LOADED), "cuptiEnableCallback(resource)")) {
+        write_summary();
+        return 1;
+    }
+    enabled = 1;
+    atexit(at_exit);
+    say("capture started in pid %d", (int)getpid());
+    write_summary();
+    return 1;
+}

@@ -1,0 +1,182 @@
+"""One spec per captured launch: the kernel (a copy of its Triton cache entry,
+or the cubin CUPTI handed over), its arguments with every buffer's contents as
+they were just before the launch (`init: {file: ...}`), the grid as launched,
+and a check for each buffer the launch changed (`check: {file: ...}`), exact
+when a second launch from the same inputs gave the same bytes.
+
+A header comment names the program and the launch the spec came from, so a
+spec in a CI job says where it was captured.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from ..dtypes import ELEMENT_TYPES
+from .params import NotExpressible, Params, PointerUse, cuda_params, triton_params
+from .records import Record, Region
+
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+MAX_NAME = 48                       # characters of a kernel's name in a spec's file name
+
+
+@dataclass(frozen=True)
+class Written:
+    spec: str                       # the spec's file name in the capture folder
+    checks: tuple[str, ...]         # buffers it checks
+    tolerance: tuple[str, ...]      # of those, the ones checked with a tolerance
+    unchecked: tuple[str, ...]      # changed, but not deterministic and not checkable
+
+
+def write_spec(record: Record, number: int, out: Path, program: str) -> Written:
+    """Write the record's spec, its data files and its kernel into `out`."""
+    stem = f"{number:04d}-{_SAFE.sub('_', record.kernel)[:MAX_NAME]}"
+    params = triton_params(record.data) if record.source == "triton" else cuda_params(record.data)
+    kernel = _kernel(record, out)
+    data_dir = out / "data" / stem
+    data_dir.mkdir(parents=True)
+    checks, tolerance, unchecked = {}, [], []
+
+    def buffer_for(index: int, use: PointerUse) -> dict:
+        region = record.regions[index]
+        dtype = _dtype(use.dtype, region.size)
+        safe = _SAFE.sub("_", use.name)
+        init = data_dir / f"{safe}.npy"
+        _save(region.before, dtype, init)
+        if region.after is not None:
+            check = _check(region, dtype, data_dir / f"{safe}.expected.npy", out)
+            if check is None:
+                unchecked.append(use.name)
+            else:
+                checks[use.name] = check
+                if not check.get("exact"):
+                    tolerance.append(use.name)
+        return {"shape": [region.size // ELEMENT_TYPES[dtype].size], "dtype": dtype,
+                "init": {"file": _rel(init, out)}}
+
+    try:
+        params.relocate(buffer_for)
+    except NotExpressible:
+        shutil.rmtree(data_dir)                 # no spec, so none of its data
+        raise
+    spec = {"kernel": kernel}
+    if params.signature:
+        spec["signature"] = params.signature
+    if params.constants:
+        spec["constants"] = params.constants
+    spec["args"] = params.args
+    spec.update(_geometry(record))
+    if checks:
+        spec["check"] = checks
+    path = out / f"{stem}.yaml"
+    with open(path, "x") as f:
+        f.write(_header(record, program, unchecked))
+        f.write(yaml.safe_dump(spec, sort_keys=False, default_flow_style=None, width=100))
+    return Written(path.name, tuple(checks), tuple(tolerance), tuple(unchecked))
+
+
+def _kernel(record: Record, out: Path) -> dict:
+    process = record.folder.parent
+    if record.source == "triton":
+        entry = process / record.data["entry"]
+        target = out / "kernels" / entry.parent.name
+        if not target.exists():
+            shutil.copytree(entry.parent, target)
+        return {"triton": _rel(target / entry.name, out)}
+    data = _module(record, process)
+    target = out / "kernels" / f"{hashlib.sha256(data).hexdigest()[:20]}.cubin"
+    if not target.exists():
+        target.parent.mkdir(exist_ok=True)
+        target.write_bytes(data)
+    return {"cubin": _rel(target, out), "name": record.kernel}
+
+
+def _module(record: Record, process: Path) -> bytes:
+    """The cubin of the kernel's module: the one the library matched to the
+    launch, else the first module of the process that holds the kernel's name
+    (a runtime kernel whose module loaded lazily)."""
+    if record.data.get("module"):
+        cubin = process / record.data["module"]
+        if not cubin.is_file():
+            raise NotExpressible("the module's cubin was not saved")
+        return cubin.read_bytes()
+    symbol = record.kernel.encode() + b"\0"
+    for cubin in sorted((process / "modules").glob("m*.cubin")):
+        data = cubin.read_bytes()
+        if symbol in data:
+            return data
+    raise NotExpressible("no module the process loaded holds this kernel")
+
+
+def _geometry(record: Record) -> dict:
+    data = record.data
+    geometry = {"grid": [int(g) for g in data["grid"]]}
+    if record.source == "triton":
+        return geometry                 # block, shared and the rest come from the entry
+    geometry["block"] = [int(b) for b in data["block"]]
+    launch = {}
+    if int(data.get("shared", 0)):
+        launch["shared"] = int(data["shared"])
+    if data.get("cooperative"):
+        launch["cooperative"] = True
+    cluster = data.get("cluster")
+    if cluster and any(int(c) > 1 for c in cluster):
+        launch["cluster"] = [int(c) for c in cluster]
+    if launch:
+        geometry["launch"] = launch
+    return geometry
+
+
+def _check(region: Region, dtype: str, path: Path, out: Path) -> dict | None:
+    """Exact, unless a second launch differed: then a tolerance from how far the
+    two launches' floats were apart, and no check for bytes that are not floats."""
+    _save(region.after, dtype, path)
+    if region.again is None:
+        return {"file": _rel(path, out), "exact": True}
+    element = ELEMENT_TYPES[dtype]
+    if not element.is_float:
+        return None
+    import numpy as np
+    first, second = (_array(p, dtype).astype(np.float64) for p in (region.after, region.again))
+    apart = np.abs(first - second)
+    spread = float(np.nanmax(apart)) if apart.size and not np.all(np.isnan(apart)) else 0.0
+    return {"file": _rel(path, out), "rtol": 1e-3, "atol": max(4 * spread, 1e-6)}
+
+
+def _dtype(pointee: str, size: int) -> str:
+    """The pointee's type when the region holds whole elements of it, else bytes."""
+    element = ELEMENT_TYPES.get(pointee)
+    return pointee if element is not None and size % element.size == 0 else "u8"
+
+
+def _array(path: Path, dtype: str):
+    import numpy as np
+    return np.fromfile(path, dtype=np.uint8).view(ELEMENT_TYPES[dtype].numpy_dtype())
+
+
+def _save(raw: Path, dtype: str, path: Path) -> None:
+    import numpy as np
+    with open(path, "xb") as f:
+        np.save(f, _array(raw, dtype), allow_pickle=False)
+
+
+def _header(record: Record, program: str, unchecked: list[str]) -> str:
+    data = record.data
+    lines = [f"Captured by cubinrun capture from: {program}",
+             f"Launch {data.get('program_launch', '?')} of process {data.get('pid', '?')} "
+             f"({record.source}): {record.kernel}, grid {list(data['grid'])}"
+             + (f", block {list(data['block'])}" if "block" in data else ""),
+             "Its inputs are the buffers as they were just before that launch; each check is "
+             "what the launch left."]
+    if unchecked:
+        lines.append(f"Not checked (a second launch gave other bytes): {', '.join(unchecked)}")
+    return "".join(f"# {line}\n" for line in lines)
+
+
+def _rel(path: Path, out: Path) -> str:
+    return path.relative_to(out).as_posix()
