@@ -68,7 +68,7 @@ def test_a_one_process_shift_beyond_the_threshold_is_ambiguous_and_says_how_to_j
     new = {"timing": {"median_us": 3.21, "std_us": 0.01, "samples": 2000}}   # measured: +17%
     out = compare_pair(base, new)
     assert out.verdict == "AMBIGUOUS" and out.method == "intervals"
-    assert "--processes 4" in out.reason and out.allowance_us == one_process_allowance_us(2.75)
+    assert "--processes 3" in out.reason and out.allowance_us == one_process_allowance_us(2.75)
     assert out.processes == [1, 1]
 
 

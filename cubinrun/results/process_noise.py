@@ -37,7 +37,7 @@ ONE_PROCESS_FRACTION = 0.005
 SHIFT_FLOOR_US = 0.3
 SHIFT_FLOOR_FRACTION = 0.001
 # What `compare` tells a one-process result to gather instead.
-RECOMMENDED_PROCESSES = 4
+RECOMMENDED_PROCESSES = 3
 MIN_PROCESSES = 3            # fewer a side: judged as one process
 BOOTSTRAP_RESAMPLES = 4000
 CONFIDENCE = 0.95
