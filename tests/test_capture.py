@@ -401,3 +401,48 @@ def test_the_replay_records_each_spec_s_outcome(hook, tmp_path):
     assert outcome["passed"] is False and outcome["error"], outcome
     assert not (stage / ".replay.jsonl").exists()
     assert json.loads(summary.to_json())["replayed_passing"] == 0
+
+
+SAXPY = "__global__ void saxpy(int n, float a, const float* x, float* y)" \
+        " { int i = threadIdx.x; if (i < n) y[i] += a * x[i]; }\n"
+
+
+def test_a_cpp_kernel_s_raw_scalars_and_its_defining_module(tmp_path, capsys):
+    """The module matched to the launch only names the kernel (H200, PyTorch: its
+    specs failed with "it has none"): the module that defines it is taken; and the
+    raw 4-byte scalars CUPTI hands over (C++ int and float) are reinterpreted."""
+    source = tmp_path / "saxpy.cu"
+    source.write_text(SAXPY)
+    cubin = tmp_path / "saxpy.cubin"
+    assert run(capsys, "compile", "--arch", "sm_90", str(source), "-o", str(cubin))[0] == 0
+    name = "_Z5saxpyifPKfPf"
+    process = tmp_path / "out" / "raw" / "cupti-7"
+    (process / "modules").mkdir(parents=True)
+    (process / "modules" / "m1.cubin").write_bytes(STRUCTS_CUBIN.read_bytes() + name.encode() + b"\0")
+    (process / "modules" / "m2.cubin").write_bytes(cubin.read_bytes())
+    launch_dir = process / "00000"
+    launch_dir.mkdir()
+    x, y = 0x7f0000200000, 0x7f0000400000
+    params = [(0, struct.pack("<i", 16)), (4, struct.pack("<f", 2.0)), (8, struct.pack("<Q", x)),
+              (16, struct.pack("<Q", y))]
+    for region in ("r0", "r1"):
+        (launch_dir / f"{region}.before").write_bytes(np.ones(16, np.float32).tobytes())
+    (launch_dir / "r1.after").write_bytes(np.full(16, 3.0, np.float32).tobytes())
+    record = {"source": "cupti", "pid": 7, "program_launch": 0, "kernel": name,
+              "module": "modules/m1.cubin", "key": "01", "grid": [1, 1, 1], "block": [32, 1, 1],
+              "shared": 0, "cooperative": False, "cluster": [0, 0, 0], "deterministic": True,
+              "params": [{"offset": o, "size": len(b), "hex": b.hex()} for o, b in params],
+              "pointers": [{"param": 2, "offset": 0, "region": 0, "at": 0},
+                           {"param": 3, "offset": 0, "region": 1, "at": 0}],
+              "regions": [{"size": 64, "before": "r0.before", "after": None},
+                          {"size": 64, "before": "r1.before", "after": "r1.after"}]}
+    (launch_dir / "record.json").write_text(json.dumps(record))
+    (process / "summary.json").write_text(json.dumps({"launches_seen": 1, "skipped": []}))
+    write_folder(tmp_path / "out", Summary(["./app"]), Selection(), lambda line: None)
+    spec_path = next((tmp_path / "out").glob("*.yaml"))
+    spec = yaml.safe_load(spec_path.read_text())
+    assert spec["kernel"]["reinterpret"] == ["a0", "a1"]
+    kernel_file = (tmp_path / "out" / spec["kernel"]["cubin"]).read_bytes()
+    assert kernel_file == cubin.read_bytes()
+    code, _, err = run(capsys, "launch", "--dry-run", "--arch", "sm_90", str(spec_path))
+    assert code == 0, err

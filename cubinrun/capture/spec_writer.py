@@ -64,6 +64,11 @@ def write_spec(record: Record, number: int, out: Path, program: str) -> Written:
     except NotExpressible:
         shutil.rmtree(data_dir)                 # no spec, so none of its data
         raise
+    raw = [name for name, ty in params.signature.items() if re.fullmatch(r"u(8|16|32|64)", ty)]
+    if raw and "cubin" in kernel:
+        # CUPTI hands over bytes, written as unsigned words of their width: the C++
+        # type (int, float) may differ, and the bytes are what the program passed
+        kernel["reinterpret"] = raw
     spec = {"kernel": kernel}
     if params.signature:
         spec["signature"] = params.signature
@@ -97,20 +102,33 @@ def _kernel(record: Record, out: Path) -> dict:
 
 
 def _module(record: Record, process: Path) -> bytes:
-    """The cubin of the kernel's module: the one the library matched to the
-    launch, else the first module of the process that holds the kernel's name
-    (a runtime kernel whose module loaded lazily)."""
-    if record.data.get("module"):
-        cubin = process / record.data["module"]
-        if not cubin.is_file():
-            raise NotExpressible("the module's cubin was not saved")
-        return cubin.read_bytes()
+    """The cubin that defines the kernel: the module the library matched to the
+    launch when it does, else the first module of the process that does (a
+    runtime kernel whose module loaded lazily, before the launch, e.g. inside
+    the runtime's cudaFuncGetAttributes). Only a module that defines the kernel
+    will do: on the H200 PyTorch's kernels were matched to modules that merely
+    named them, and their specs failed with "it has none"."""
+    matched = process / record.data["module"] if record.data.get("module") else None
     symbol = record.kernel.encode() + b"\0"
-    for cubin in sorted((process / "modules").glob("m*.cubin")):
+    candidates = [matched] if matched is not None and matched.is_file() else []
+    candidates += sorted((process / "modules").glob("m*.cubin"))
+    for cubin in candidates:
         data = cubin.read_bytes()
-        if symbol in data:
+        if symbol in data and _defines(data, record.kernel):
             return data
-    raise NotExpressible("no module the process loaded holds this kernel")
+    if matched is not None and not matched.is_file():
+        raise NotExpressible("the module's cubin was not saved")
+    raise NotExpressible("no module the process loaded defines this kernel")
+
+
+def _defines(data: bytes, kernel: str) -> bool:
+    """Whether a saved module is a cubin with `kernel` among its kernels."""
+    from ..binary.cubin import read_cubin
+    from ..errors import CubinrunError
+    try:
+        return any(k.name == kernel for k in read_cubin(data).kernels)
+    except CubinrunError:
+        return False                # a fatbin, PTX or a damaged image: not this kernel's cubin
 
 
 def _geometry(record: Record) -> dict:
