@@ -18,7 +18,7 @@ from typing import Iterable, Iterator
 
 from ..pipeline.session import RunOptions
 from .devices import Placement
-from .executor import Stop, WorkerProcess, _never, forward_sigterm, restore_sigterm
+from .executor import ProcessExecutor, Stop, WorkerProcess, _never, forward_sigterm
 from .expand import RunTask
 from .outcome import RunRecord
 from .pooling import pooled
@@ -80,10 +80,5 @@ class ProcessesExecutor:
         record.device = None
         return record
 
-    def close(self) -> None:
-        restore_sigterm(self._previous_sigterm)
-        self._previous_sigterm = None
-        for worker in self.workers:
-            if worker is not None:
-                worker.close()
-        self.workers = []
+    # the same workers and SIGTERM handler as ProcessExecutor's, ended the same way
+    close = ProcessExecutor.close
