@@ -233,3 +233,55 @@ def mirrored_output(path: Path, as_written: str) -> Path | None:
     if os.path.isabs(os.path.expanduser(as_written)):
         return root / path.relative_to(path.anchor)
     return path if Path(os.path.abspath(path)).is_relative_to(root) else None
+
+
+# --- a result file written as runs end (results/writers.py's --jsonl) ----------
+# Two commands writing one file afresh would each write at their own offset and
+# tear each other's lines. The first takes an exclusive lock (advisory: POSIX
+# record locks, which the OS also lets one ask the holder of; on Windows a byte
+# far past any end, so readers of the data are not blocked); a second is refused.
+
+def lock_for_writing(fd: int) -> str | None:
+    """Lock the open file `fd` for writing without waiting: None when locked,
+    else who holds it ("process 1234", or "another process" where the OS does
+    not say)."""
+    if os.name == "nt":
+        import msvcrt
+        try:
+            os.lseek(fd, _FAR_BYTE, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            return None
+        except OSError:
+            return "another process"
+        finally:
+            os.lseek(fd, 0, os.SEEK_SET)
+    import fcntl
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return None
+    except OSError:
+        pid = _lock_holder(fd)
+        return f"process {pid}" if pid else "another process"
+
+
+_FAR_BYTE = 1 << 40
+
+# struct flock, which F_GETLK fills in, where its layout is known (64-bit)
+_FLOCK = {"linux": ("hhxxxxqqixxxx", ("type", "whence", "start", "len", "pid")),
+          "darwin": ("qqihh", ("start", "len", "pid", "type", "whence"))}
+
+
+def _lock_holder(fd: int) -> int | None:
+    import fcntl
+    import struct
+    import sys
+    if sys.platform not in _FLOCK or struct.calcsize("P") != 8:
+        return None
+    layout, names = _FLOCK[sys.platform]
+    asked = {"type": fcntl.F_WRLCK, "whence": os.SEEK_SET, "start": 0, "len": 0, "pid": 0}
+    try:
+        answer = fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack(layout, *(asked[n] for n in names)))
+    except OSError:
+        return None
+    pid = dict(zip(names, struct.unpack(layout, answer)))["pid"]
+    return pid if pid > 0 else None

@@ -401,7 +401,7 @@ def test_stdout_closed_early_is_quiet():
 def test_stdout_that_is_full_is_one_line():
     with open("/dev/full", "w") as full:
         done = run_cubinrun("inspect", "--json", str(CUBIN), stdout=full)
-    assert done.returncode == 0 and done.stderr.strip().splitlines() == [
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
         "error: cannot write to stdout: No space left on device; the output is lost"]
 
 

@@ -245,14 +245,14 @@ def _check_outputs(args: LaunchArgs) -> None:
 
 
 def _check_result_files(args: LaunchArgs) -> None:
-    """Result files are regular files: a FIFO, device or folder named is
-    refused before any run, not found (or hung on) after the last."""
-    from ..errors import UsageError
-    from ..files import output_problem
+    """Result files are regular files in a folder that exists: a FIFO, device
+    or folder named, or a missing folder, is refused before any run, not
+    found (or hung on) after the last. (They are written afresh: no --force.)"""
+    from ..files import check_output
     for flag, path in (("--jsonl", args.jsonl), ("--csv", args.csv), ("--markdown", args.markdown),
                        ("--junit", args.junit), ("--plot", args.plot)):
-        if path and path != "-" and (problem := output_problem(path)):
-            raise UsageError(f"{flag} {path}: {problem}")
+        if path and path != "-":
+            check_output(path, True, flag)
 
 
 def _check_numbers(args: LaunchArgs) -> None:
