@@ -133,6 +133,15 @@ def _dispatch(argv: list[str] | None) -> int:
     except click.exceptions.Abort:
         sys.stderr.write("aborted\n")
         return 130
+    except ModuleNotFoundError as error:    # a dependency that is not installed
+        from ..missing import missing_dependency
+        if (missing := missing_dependency(error)) is None:
+            raise
+        if Flags.debug:
+            import traceback
+            traceback.print_exc()
+        _print_error(missing)
+        return missing.exit_code
     except OSError as error:                # a file the OS refused to read or write
         if Flags.debug:
             import traceback
