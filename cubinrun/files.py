@@ -26,6 +26,29 @@ def read_bounded(path: str | os.PathLike, limit: int, what: str) -> bytes:
 
     `what` names the format for people ("cubin", "Triton metadata").
     """
+    fd = open_input(path, what)
+    try:
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise InputTooLarge(f"{path}: larger than {_size(limit)}, the most cubinrun reads as "
+                        f"a {what} file")
+    return b"".join(chunks)
+
+
+def open_input(path: str | os.PathLike, what: str) -> int:
+    """A descriptor open for reading `path`, a plain file or device (a FIFO or a
+    folder is refused, never waited on); SpecError naming `path` otherwise.
+    The caller reads it within its own bound and closes it."""
     try:
         # O_NONBLOCK: opening a FIFO with no writer must not wait for one.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
@@ -43,21 +66,10 @@ def read_bounded(path: str | os.PathLike, limit: int, what: str) -> bytes:
             raise SpecError(f"{path}: not a regular file (a {what} file is read whole)")
         if hasattr(os, "O_NONBLOCK"):   # Windows has neither O_NONBLOCK nor FIFOs to fear
             os.set_blocking(fd, True)
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    finally:
+    except BaseException:
         os.close(fd)
-    if size > limit:
-        raise InputTooLarge(f"{path}: larger than {_size(limit)}, the most cubinrun reads as "
-                        f"a {what} file")
-    return b"".join(chunks)
+        raise
+    return fd
 
 
 def read_text(path: str | os.PathLike, limit: int, what: str) -> str:

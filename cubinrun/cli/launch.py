@@ -345,10 +345,9 @@ def _read_baseline(args: LaunchArgs):
     if not args.baseline:
         return None
     from ..results.compare import Baseline, parse_threshold
-    from ..results.reader import read_results, refuse_duplicates
-    results = read_results(args.baseline)
-    refuse_duplicates(results, args.baseline)
-    return Baseline(results, parse_threshold(args.threshold), args.ignore_device)
+    from ..results.reader import iter_results
+    return Baseline(iter_results(args.baseline), parse_threshold(args.threshold),
+                    args.ignore_device, args.baseline)
 
 
 def _run(tasks, args: LaunchArgs, baseline) -> int:

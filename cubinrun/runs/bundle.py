@@ -96,8 +96,9 @@ class Mirror:
         from ..errors import UsageError, shorten
         p = Path(path)
         if not p.is_absolute() or ".." in p.parts:
-            raise UsageError(f"{shorten(path, 600)}: not a plain absolute path, so it could lead out of "
-                             "the worker's private folder; the files a run carries stay inside")
+            raise UsageError(f"{shorten(path, 600)}: not a plain absolute path, so it could "
+                             "lead out of the worker's private folder; the files a run "
+                             "carries stay inside")
         return self.root / p.relative_to(p.anchor)
 
     def relative(self, here: Path, path: str) -> str:
