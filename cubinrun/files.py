@@ -254,24 +254,28 @@ def mirrored_output(path: Path, as_written: str) -> Path | None:
 # far past any end, so readers of the data are not blocked); a second is refused.
 
 def lock_for_writing(fd: int) -> str | None:
-    """Lock the open file `fd` for writing without waiting: None when locked,
-    else who holds it ("process 1234", or "another process" where the OS does
-    not say)."""
+    """Lock the open file `fd` for writing without waiting: None when locked
+    (or where the file system has no locks: it is written as before), else who
+    holds it ("process 1234", or "another process" where the OS does not say)."""
+    import errno
+    held = (errno.EACCES, errno.EAGAIN, getattr(errno, "EDEADLOCK", errno.EDEADLK))
     if os.name == "nt":
         import msvcrt
         try:
             os.lseek(fd, _FAR_BYTE, os.SEEK_SET)
             msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
             return None
-        except OSError:
-            return "another process"
+        except OSError as exc:
+            return "another process" if exc.errno in held else None
         finally:
             os.lseek(fd, 0, os.SEEK_SET)
     import fcntl
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return None
-    except OSError:
+    except OSError as exc:
+        if exc.errno not in held:               # ENOLCK: a file system without locks
+            return None
         pid = _lock_holder(fd)
         return f"process {pid}" if pid else "another process"
 

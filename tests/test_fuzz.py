@@ -4,7 +4,8 @@ Inputs are the sample files (configs/, kernels/, tests/fixtures/) mutated:
 specs with values swapped for hostile ones and bytes inserted, expressions
 and signatures from a grammar and from noise, cubins and fatbins with bytes
 and header fields overwritten, Triton entries with JSON fields retyped and
-TTIR damaged. The property, for every input, run through the CLI in this
+TTIR damaged, saved `props --json` files with fields retyped and bytes
+inserted, result files edited and with hostile numbers. The property, for every input, run through the CLI in this
 process: the exit code is 0-4, nothing escapes but SystemExit (no
 traceback), an error is one line, it returns within a few seconds and the
 process's peak memory stays bounded.
@@ -48,7 +49,7 @@ from cubinrun.cli import main  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 LONG = os.environ.get("CUBINRUN_FUZZ") == "long"
-TARGETS = 11
+TARGETS = 12
 BUDGET = float(os.environ.get("CUBINRUN_FUZZ_SECONDS", "120")) / TARGETS
 SLOW_SECONDS = 10.0                 # generous: CI machines are shared
 MAX_RSS_BYTES = 3 << 30             # the test process's peak, all examples together
