@@ -367,12 +367,12 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
                          max_noise=max_noise(args), min_samples=args.min_samples,
                          energy=args.energy)
     started = time.perf_counter()
+    jsonl = JsonLines(args.jsonl, args.append) if args.jsonl else None   # refused before workers
     if args.sanitize:
         from ..runs.sanitized import SanitizerExecutor
         executor = SanitizerExecutor(args.sanitize, args.device)
     else:
         executor = _executor(tasks, args, options)
-    jsonl = JsonLines(args.jsonl, args.append) if args.jsonl else None
     progress = Progress(len(tasks), enabled=None if not single else False)
     records, results = [], []
     said_no_gpu = False
