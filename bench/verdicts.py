@@ -108,7 +108,7 @@ def slowdowns(out: Path, rounds: int, processes: int) -> dict:
                     r["point"] = {}
                 for r in base_results:
                     r["point"] = {}
-                verdicts.append(compare_results(base_results, slow_results)[0].verdict)
+                verdicts.append(next(compare_results(base_results, slow_results)).verdict)
         found[name] = {"pairs": len(verdicts), "slower": verdicts.count("SLOWER"),
                        "verdicts": {v: verdicts.count(v) for v in set(verdicts)}}
         print(f"{name}: SLOWER in {found[name]['slower']} of {len(verdicts)}", flush=True)

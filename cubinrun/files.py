@@ -26,6 +26,29 @@ def read_bounded(path: str | os.PathLike, limit: int, what: str) -> bytes:
 
     `what` names the format for people ("cubin", "Triton metadata").
     """
+    fd = open_input(path, what)
+    try:
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise InputTooLarge(f"{path}: larger than {_size(limit)}, the most cubinrun reads as "
+                        f"a {what} file")
+    return b"".join(chunks)
+
+
+def open_input(path: str | os.PathLike, what: str) -> int:
+    """A descriptor open for reading `path`, a plain file or device (a FIFO or a
+    folder is refused, never waited on); SpecError naming `path` otherwise.
+    The caller reads it within its own bound and closes it."""
     try:
         # O_NONBLOCK: opening a FIFO with no writer must not wait for one.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
@@ -43,21 +66,10 @@ def read_bounded(path: str | os.PathLike, limit: int, what: str) -> bytes:
             raise SpecError(f"{path}: not a regular file (a {what} file is read whole)")
         if hasattr(os, "O_NONBLOCK"):   # Windows has neither O_NONBLOCK nor FIFOs to fear
             os.set_blocking(fd, True)
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    finally:
+    except BaseException:
         os.close(fd)
-    if size > limit:
-        raise InputTooLarge(f"{path}: larger than {_size(limit)}, the most cubinrun reads as "
-                        f"a {what} file")
-    return b"".join(chunks)
+        raise
+    return fd
 
 
 def read_text(path: str | os.PathLike, limit: int, what: str) -> str:
@@ -233,3 +245,59 @@ def mirrored_output(path: Path, as_written: str) -> Path | None:
     if os.path.isabs(os.path.expanduser(as_written)):
         return root / path.relative_to(path.anchor)
     return path if Path(os.path.abspath(path)).is_relative_to(root) else None
+
+
+# --- a result file written as runs end (results/writers.py's --jsonl) ----------
+# Two commands writing one file afresh would each write at their own offset and
+# tear each other's lines. The first takes an exclusive lock (advisory: POSIX
+# record locks, which the OS also lets one ask the holder of; on Windows a byte
+# far past any end, so readers of the data are not blocked); a second is refused.
+
+def lock_for_writing(fd: int) -> str | None:
+    """Lock the open file `fd` for writing without waiting: None when locked
+    (or where the file system has no locks: it is written as before), else who
+    holds it ("process 1234", or "another process" where the OS does not say)."""
+    import errno
+    held = (errno.EACCES, errno.EAGAIN, getattr(errno, "EDEADLOCK", errno.EDEADLK))
+    if os.name == "nt":
+        import msvcrt
+        try:
+            os.lseek(fd, _FAR_BYTE, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            return None
+        except OSError as exc:
+            return "another process" if exc.errno in held else None
+        finally:
+            os.lseek(fd, 0, os.SEEK_SET)
+    import fcntl
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return None
+    except OSError as exc:
+        if exc.errno not in held:               # ENOLCK: a file system without locks
+            return None
+        pid = _lock_holder(fd)
+        return f"process {pid}" if pid else "another process"
+
+
+_FAR_BYTE = 1 << 40
+
+# struct flock, which F_GETLK fills in, where its layout is known (64-bit)
+_FLOCK = {"linux": ("hhxxxxqqixxxx", ("type", "whence", "start", "len", "pid")),
+          "darwin": ("qqihh", ("start", "len", "pid", "type", "whence"))}
+
+
+def _lock_holder(fd: int) -> int | None:
+    import fcntl
+    import struct
+    import sys
+    if sys.platform not in _FLOCK or struct.calcsize("P") != 8:
+        return None
+    layout, names = _FLOCK[sys.platform]
+    asked = {"type": fcntl.F_WRLCK, "whence": os.SEEK_SET, "start": 0, "len": 0, "pid": 0}
+    try:
+        answer = fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack(layout, *(asked[n] for n in names)))
+    except OSError:
+        return None
+    pid = dict(zip(names, struct.unpack(layout, answer)))["pid"]
+    return pid if pid > 0 else None

@@ -26,19 +26,21 @@ MAX_HEADERS_BYTES = 256 * MiB
 MAX_TRITON_JSON_BYTES = 16 * MiB
 # A Triton entry's TTIR (`.source`): a large kernel's is a few MiB.
 MAX_TTIR_BYTES = 64 * MiB
-# A results file (launch --json / --jsonl) read back by compare, --baseline
-# and plots: 10 000 samples per run take ~200 KiB, so this holds ~1000 runs.
-MAX_RESULTS_BYTES = 256 * MiB
 # Local headers followed from one source: far above any real kernel.
 MAX_HEADERS = 1000
 # Samples of one run in a results file: timing takes at most 10 000.
 MAX_RESULT_SAMPLES = 1_000_000
-# Results in one results file: as many as the points of the largest sweep.
-# JSON lines are parsed one at a time and each result keeps only what compare
-# and plot use; comparing two files of this size takes ~10 s and ~1 GB.
+# Results held at once, parsed, by plot and tune --replay (~2 KiB each with
+# their dicts): as many as the points of the largest sweep. compare and
+# --baseline stream their files and hold far less per run (MAX_INDEXED_RESULTS).
 MAX_RESULT_RECORDS = 100_000
-# One JSON document (not JSON lines) is parsed whole, so it is held whole:
-# launch --json of a sweep without --samples is a few MiB.
+# Runs compare and --baseline hold: the baseline's index (each run's line as
+# bytes and its key) and NEW's run keys (to refuse a run twice) grow by a few
+# hundred bytes per run; 10^6 runs compare in ~40 s and ~1 GB on 2 cores.
+MAX_INDEXED_RESULTS = 5_000_000
+# What is parsed whole, so held whole: one JSON document (launch --json of a
+# sweep without --samples is a few MiB), or one line of JSON lines (a run with
+# 10^6 samples is ~20 MiB).
 MAX_RESULTS_DOCUMENT_BYTES = 64 * MiB
 # A string in a results file (a spec path, a kernel's name, a point's value).
 MAX_RESULT_TEXT_CHARS = 4096

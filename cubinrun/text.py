@@ -2,8 +2,9 @@
 reading a percentage from the command line."""
 from __future__ import annotations
 
+import itertools
 import math
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 
 def human_bytes(n: float) -> str:
@@ -40,12 +41,22 @@ def plain_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     """Columns aligned with two spaces, no styling: for tables too long for rich
     (which spends about 2 ms measuring each row: minutes for a 100,000-point
     sweep)."""
+    return "\n".join(plain_lines(header, rows))
+
+
+def plain_lines(header: Sequence[str], rows: Iterable[Sequence[str]],
+                rest: Iterable[Sequence[str]] = ()) -> Iterator[str]:
+    """plain_table's lines, `rest` streamed after `rows` in columns as wide as
+    `rows` made them (a wider cell there pushes its row's next cells right)."""
     rows = [[str(c) for c in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
 
     def line(cells) -> str:
-        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
-    return "\n".join([line(header), line("-" * w for w in widths)] + [line(r) for r in rows])
+        return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+    yield line(header)
+    yield line("-" * w for w in widths)
+    for row in itertools.chain(rows, rest):
+        yield line(row)
 
 
 def finite(value: Any) -> Any:

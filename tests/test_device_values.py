@@ -94,6 +94,9 @@ def test_props_file_from_cubinrun_props_json(tmp_path, write_spec):
     ("{not json", "not JSON"),
     ("[1, 2]", "expected the output of `cubinrun props --json`"),
     ('{"devices": []}', "expected the output"),
+    # int() would take 5000 digits (and refuse them with a traceback) or Arabic-Indic ones
+    ('{"arch": "sm_%s"}' % ("9" * 5000), "device 0: arch: 'sm_999.* is not an arch"),
+    ('{"arch": "sm_\\u0669\\u0660"}', "device 0: arch: .* is not an arch"),
 ])
 def test_props_file_errors(tmp_path, content, fragment):
     path = tmp_path / "p.json"
@@ -103,7 +106,7 @@ def test_props_file_errors(tmp_path, content, fragment):
     with pytest.raises(UsageError, match="no device 3"):
         path.write_text('{"devices": [{}]}')
         from_props_file(str(path), 3)
-    with pytest.raises(UsageError, match="No such file"):
+    with pytest.raises(UsageError, match="missing.json: no such file"):
         from_props_file(str(tmp_path / "missing.json"))
 
 

@@ -4,7 +4,8 @@ Inputs are the sample files (configs/, kernels/, tests/fixtures/) mutated:
 specs with values swapped for hostile ones and bytes inserted, expressions
 and signatures from a grammar and from noise, cubins and fatbins with bytes
 and header fields overwritten, Triton entries with JSON fields retyped and
-TTIR damaged. The property, for every input, run through the CLI in this
+TTIR damaged, saved `props --json` files with fields retyped and bytes
+inserted, result files edited and with hostile numbers. The property, for every input, run through the CLI in this
 process: the exit code is 0-4, nothing escapes but SystemExit (no
 traceback), an error is one line, it returns within a few seconds and the
 process's peak memory stays bounded.
@@ -48,7 +49,7 @@ from cubinrun.cli import main  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 LONG = os.environ.get("CUBINRUN_FUZZ") == "long"
-TARGETS = 10
+TARGETS = 12
 BUDGET = float(os.environ.get("CUBINRUN_FUZZ_SECONDS", "120")) / TARGETS
 SLOW_SECONDS = 10.0                 # generous: CI machines are shared
 MAX_RSS_BYTES = 3 << 30             # the test process's peak, all examples together
@@ -431,6 +432,56 @@ def test_fuzz_results(tmp_path):
 
 
 COMPARE_CODES = (0, 2, 5)           # same or faster, refused, slower (or --strict)
+
+# What `cubinrun props --json` writes (one H200), the seed of the props files.
+PROPS_SEED = {"devices": [{"ordinal": 0, "name": "NVIDIA H200", "arch": "sm_90",
+                           "sm_count": 132, "l2_bytes": 62914560,
+                           "shared_per_block_optin": 232448, "warp_size": 32,
+                           "memory_bytes": 150754820096}]}
+PROPS_KEYS = ["ordinal", "name", "arch", "sm_count", "l2_bytes", "shared_per_block_optin",
+              "warp_size", "devices"]
+PROPS_VALUES = ["sm_90", "sm_90a", "sm_", "sm_9a", "sm_" + "9" * 5000, "sm_\u0669\u0660",
+                "compute_90", 2**64, -1, 0, 1e308, True, None, [], {}]
+
+
+@st.composite
+def props_texts(draw) -> str:
+    document = json.loads(json.dumps(PROPS_SEED))
+    device = document["devices"][0]
+    for _ in range(draw(st.integers(1, 4))):
+        key = draw(st.sampled_from(PROPS_KEYS))
+        value = draw(st.one_of(st.sampled_from(PROPS_VALUES), json_values()))
+        target = document if key == "devices" else device
+        if draw(st.booleans()) and key in target:
+            del target[key]
+        else:
+            target[key] = value
+    shape = draw(st.sampled_from(["file", "device", "list", "bytes"]))
+    if shape == "device":
+        return json.dumps(device)
+    if shape == "list":
+        return json.dumps([document])
+    text = json.dumps(document)
+    if shape == "bytes":
+        at = draw(st.integers(0, len(text)))
+        text = text[:at] + draw(st.text(alphabet='{}[]",:0123456789e-\\', max_size=4)) + text[at:]
+    return text
+
+
+def test_fuzz_props(tmp_path):
+    """`--props FILE` (a saved `cubinrun props --json`) for a spec that names
+    device values: the values used or one line, never a traceback."""
+    spec = tmp_path / "softmax.yaml"
+    spec.write_text(SPEC_SEEDS["triton_softmax.yaml"])
+
+    @examples(40)
+    @given(props_texts(), st.sampled_from(["0", "1", "99"]))
+    def inner(text, device):
+        counts["props"] += 1
+        props = tmp_path / "props.json"
+        props.write_text(text, encoding="utf-8", errors="surrogatepass")
+        run_cli("launch", "--dry-run", "--props", str(props), "--device", device, str(spec))
+    fuzz("props", inner)
 
 # Number tokens JSON's grammar allows but no float or small integer holds, and
 # the constants it does not allow: written into the text as they are.

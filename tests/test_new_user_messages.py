@@ -54,6 +54,13 @@ def test_a_missing_colon_is_named_on_its_own_line(capsys, spec, old, new, where)
     assert error_line(capsys, "launch", "--dry-run", spec(BASE.replace(old, new))).endswith(where)
 
 
+def test_a_huge_key_without_its_colon_is_quoted_short(capsys, spec):
+    """Found by the fuzzer: the key was cut where quoted, but not in the fix."""
+    line = error_line(capsys, "launch", "--dry-run",
+                      spec(BASE.replace("  N: 1024\n", "  N: 1024\n  " + "(" * 3000 + "\n")))
+    assert "invalid YAML: no ':' after '(((" in line and len(line) < 300
+
+
 def test_a_section_holding_a_key_without_colon_says_so(capsys, spec):
     line = error_line(capsys, "launch", "--dry-run", spec(BASE + "launch:\n  num_warps 4\n"))
     assert line.endswith("launch: must be a mapping, got a string ('num_warps' without its ':'?)")

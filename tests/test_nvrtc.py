@@ -2,7 +2,9 @@
 compile cache."""
 from __future__ import annotations
 
+import re
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -138,9 +140,49 @@ def test_syntax_error_is_a_build_error_with_the_log():
     source = "__global__ void broken(float* x) {\n  x[0] = 1.0f\n  return;\n}\n"
     with pytest.raises(BuildError) as info:
         nv.compile_cuda(source, name="kernels/x.cu", arch="sm_90")
-    assert str(info.value) == "NVRTC failed to compile kernels/x.cu for sm_90: 1 error"
+    assert str(info.value) == ('NVRTC failed to compile kernels/x.cu for sm_90: 1 error: '
+                               'kernels/x.cu:3: expected a ";"')
     assert "kernels/x.cu(3): error: expected a \";\"" in info.value.log
     assert info.value.exit_code == 3
+
+
+def test_cub_whole_header_says_the_error_and_the_way_out(capsys, tmp_path):
+    """CCCL's own #error for <cub/cub.cuh> under NVRTC, for real: the one line
+    quotes it (the header as included, not its install path) and the fix."""
+    from cubinrun.binary.includes import toolkit_include_dirs
+    from cubinrun.cli import main
+    if not any(Path(folder, "cub", "cub.cuh").is_file() for folder in toolkit_include_dirs()):
+        pytest.skip("needs CCCL's headers (nvidia-cuda-cccl)")
+    source = tmp_path / "expdist.cu"
+    source.write_text('#include <cub/cub.cuh>\n'
+                      'extern "C" __global__ void k(float* x) { x[0] = 1.0f; }\n')
+    with pytest.raises(SystemExit) as done:
+        main(["compile", str(source), "--arch", "sm_90", "-o", str(tmp_path / "k.cubin")])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert done.value.code == 3
+    assert re.fullmatch(
+        rf"error: NVRTC failed to compile {re.escape(str(source))} for sm_90: 1 catastrophic "
+        r"error: <cub/cub\.cuh>:\d+: #error directive: \"Including <cub/cub\.cuh> is not "
+        r"supported when compiling with NVRTC\..* \(the way out: include the specific header "
+        r"<cub/cub\.cuh> stands for, or compile with `kernel\.compiler: nvcc`, the nvcc extra: "
+        r"pip install 'cubinrun\[nvcc\]'\)", line), line
+
+
+@pytest.mark.parametrize("log, first", [
+    ('k.cu(3): warning #177-D: variable "y" was declared but never referenced\n'
+     'k.cu(4): error: identifier "z" is undefined\n\n1 error detected in "k.cu".',
+     'k.cu:4: identifier "z" is undefined'),
+    ("In file included from k.cu:1:\n/usr/include/h.h:12:5: error: 'f' was not declared",
+     "/usr/include/h.h:12: 'f' was not declared"),
+    ("ptxas error   : Entry function 'k' uses too much shared data (0x10000 bytes)",
+     "Entry function 'k' uses too much shared data (0x10000 bytes)"),
+    ("nvcc fatal   : Unsupported gpu architecture 'compute_5'",
+     "Unsupported gpu architecture 'compute_5'"),
+    ("a warning only", None),
+])
+def test_the_first_diagnostic_of_nvrtc_nvcc_gcc_and_ptxas(log, first):
+    from cubinrun.binary.diagnostics import first_diagnostic
+    assert first_diagnostic(log) == first
 
 
 def test_missing_nvrtc_says_what_to_install(monkeypatch):

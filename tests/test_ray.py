@@ -47,6 +47,26 @@ def cluster(fake_libcuda):
             ray.shutdown()
 
 
+def test_an_error_raised_on_a_worker_is_its_one_line():
+    """Ray wraps what a worker raised in a class that is also the cause's, whose
+    text is the whole remote traceback; the record keeps the one line, even
+    when the cause itself did not come back."""
+    from ray.exceptions import RayTaskError
+
+    from cubinrun.errors import UsageError
+    from cubinrun.runs.expand import RunTask
+    from cubinrun.runs.outcome import RunRecord
+    from cubinrun.runs.ray_backend import remote_cause
+    line = "/a/../b: not a plain absolute path"
+    trace = f"Traceback (most recent call last):\n  File x\ncubinrun.errors.UsageError: {line}"
+    wrapped = RayTaskError("RayWorker.run", trace, UsageError(line)).as_instanceof_cause()
+    assert "Traceback" in str(wrapped) or "File x" in str(wrapped)
+    for cause in (wrapped.cause, None):
+        wrapped.cause = cause
+        record = RunRecord.failed(RunTask(0, "s.yaml"), remote_cause(wrapped))
+        assert (record.exit_code, record.error, record.status) == (EXIT_USAGE, line, "spec error")
+
+
 def test_ray_gives_the_results_of_one_worker_in_order(cluster, workers, device, passing,
                                                       capsys):
     specs = (passing, CONFIGS / "vector_add.yaml", "--axis", "N=[256,512,1024,2048]", *FAST)

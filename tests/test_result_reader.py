@@ -246,3 +246,58 @@ def test_long_tables_are_plain_columns_with_every_row(capsys, tmp_path):
                                 "interval", "p", "verdict"]
     assert f"N={runs - 1}" in lines[-2] and "SLOWER" in lines[-2]
     assert lines[-1] == f"{runs - 1} SAME, 1 SLOWER; exit 5"
+
+
+# --- compare streams its files (issue 34) -------------------------------------
+
+def _jsonl(path: Path, results) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in results))
+    return path
+
+
+def test_compare_streams_more_results_than_a_list_holds(capsys, tmp_path, monkeypatch):
+    """No cap on a file's results: compare holds each baseline run as its line
+    and streams the comparisons (the bound of plot's list is lowered here to
+    show compare is not under it)."""
+    from cubinrun.results import reader
+    monkeypatch.setattr(reader, "MAX_RESULT_RECORDS", 100)
+    runs = 10_000
+    base = _jsonl(tmp_path / "base.jsonl", (timed(10.0, point={"N": i}) for i in range(runs)))
+    new = _jsonl(tmp_path / "new.jsonl",
+                 (timed(20.0 if i == 7 else 10.0, point={"N": i}) for i in range(1, runs)))
+    code, out, err = run(capsys, "compare", "--json", "--strict", base, new)
+    document = json.loads(out)
+    assert code == 5 and err == ""
+    assert document["summary"] == {"verdicts": {"SAME": runs - 2, "SLOWER": 1, "MISSING": 1},
+                                   "exit_code": 5, "strict_failures": 1}
+    by_point = {c["point"]["N"]: c["verdict"] for c in document["comparisons"]}
+    assert by_point[7] == "SLOWER" and by_point[0] == "MISSING" and len(by_point) == runs
+    code, out, _ = run(capsys, "compare", base, new)          # past 1000 rows: plain columns
+    lines = out.splitlines()
+    assert code == 5 and len(lines) == runs + 3 and lines[1].startswith("-----")
+    assert lines[-1] == f"{runs - 2} SAME, 1 SLOWER, 1 MISSING; exit 5"
+
+
+def test_a_run_twice_late_in_new_is_refused_before_any_output(capsys, tmp_path):
+    base = _jsonl(tmp_path / "base.jsonl", (timed(point={"N": i}) for i in range(3000)))
+    new = _jsonl(tmp_path / "new.jsonl",
+                 [*(timed(point={"N": i}) for i in range(3000)), timed(point={"N": 5})])
+    code, out, err = run(capsys, "compare", base, new)
+    assert code == 2 and out == ""
+    assert err.strip() == (f"error: {new}: the run s.yaml [N=5] on H200 is there twice "
+                           "(line 6 and line 3001): keep one command's results per file "
+                           "(launch writes its files afresh; --append adds)")
+
+
+def test_the_baseline_index_refuses_a_run_twice_on_one_device_only(tmp_path):
+    """Two devices may each hold a run; the same device twice is refused, also
+    behind another device's copy."""
+    from cubinrun.results.compare import Baseline
+    from cubinrun.results.reader import iter_results
+    path = _jsonl(tmp_path / "b.jsonl", [timed(device="A"), timed(device="B"), timed(device="B")])
+    with pytest.raises(UsageError, match=r"on B is there twice \(line 2 and line 3\)"):
+        Baseline(iter_results(path), source=path)
+    path = _jsonl(tmp_path / "ok.jsonl", [timed(device="A"), timed(device="B")])
+    index = Baseline(iter_results(path), source=path, ignore_device=True)
+    assert index.match(timed(device="A"))["device"] == {"name": "A"}
+    assert [c.verdict for c in index.missing()] == ["MISSING"]

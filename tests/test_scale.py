@@ -288,6 +288,36 @@ def test_a_mirror_takes_only_plain_absolute_paths(tmp_path):
     assert (mirror.root / ok.relative_to(ok.anchor)).read_bytes() == b"x"
 
 
+def test_a_spec_path_that_climbs_above_the_top_is_one_line_in_a_mirror(device, project,
+                                                                        tmp_path):
+    """`../` x 40 stops at / here, but from a mirror it would reach the
+    worker's own files: the run is exit 2 with one line, and an absolute path
+    with `..` is refused as every carried path is; `../specs/...` that stays
+    inside runs."""
+    skip_on_windows("the paths are POSIX paths")
+    add = project / "specs" / "add.yaml"
+    climbing = "../" * 40 + str(add).lstrip("/")
+    dotted = str(project / "specs" / ".." / "specs" / "add.yaml")
+    tasks = expand([climbing, dotted, "../project/specs/add.yaml"], {})
+    mirror = Mirror(tmp_path / "mirror")
+    for path in needed_files(tasks[0]):
+        mirror.write(str(path), path.read_bytes())
+    runner = Runner(0, RunOptions(bench=False))
+    try:
+        records = [run_mirrored(runner, mirror, task, str(project)) for task in tasks]
+    finally:
+        runner.close()
+    (climb, _), (absolute, _), (inside, _) = records
+    assert [r.exit_code for r in (climb, absolute, inside)] == [EXIT_USAGE, EXIT_USAGE, 0]
+    assert climb.error_line() == (
+        f"error: {climbing}: the path climbs above the top folder, so on a worker it would "
+        "lead out of its private folder; name the file without the extra '../'")
+    assert absolute.error_line() == (
+        f"error: {dotted}: not a plain absolute path, so it could lead out of the worker's "
+        "private folder; the files a run carries stay inside")
+    mirror.close()
+
+
 def test_a_save_path_of_a_mirrored_run_stays_in_the_mirror(device, project, tmp_path):
     """`save: ../../(...)/x.npy` climbs above / here (where it stops) but out of
     the mirror on a worker: exit 2 naming the field. An absolute save goes

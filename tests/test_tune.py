@@ -102,6 +102,15 @@ def test_a_resumed_tune_measures_nothing_again(smooth, tmp_path, capsys):
     assert len({json.dumps(p, sort_keys=True) for p in measured}) == 64     # none twice
 
 
+@pytest.mark.parametrize("seed", ["-1", str(2**32)])
+def test_a_seed_outside_numpys_range_is_refused(smooth, capsys, seed):
+    """Found by the fuzzer: Optuna's random sampler passed it to NumPy, which raised."""
+    spec, results = smooth
+    code, _, err = tune_json(capsys, spec, "--replay", results, "--strategy", "random",
+                             "--max-evals", "3", "--seed", seed)
+    assert code == 2 and "'--seed'" in err and "0<=x<=4294967295" in err
+
+
 def test_a_seed_makes_a_random_tune_reproducible(tmp_path, capsys):
     orders = []
     for run in range(2):

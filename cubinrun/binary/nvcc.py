@@ -25,6 +25,7 @@ from typing import Sequence
 
 from ..errors import BuildError, ResourceLimitError, UsageError, excerpt
 from .compile_cache import CachedCompile, CompiledCuda, entry_key, lookup_entry, store_entry
+from .diagnostics import first_diagnostic
 from .nvrtc import parse_arch
 from .resource_limits import ptxas_limit
 
@@ -118,7 +119,11 @@ def compile_nvcc(nvcc: str, path: Path, *, arch: str, options: Sequence[str] = (
 
 
 def _first_error(log: str) -> str:
-    """The first line that says `error`, else the first line."""
+    """The first diagnostic (`FILE:LINE: MESSAGE`), else the first line that
+    says `error`, else the first line."""
+    from .includes import toolkit_include_dirs
+    if first := first_diagnostic(log, toolkit_include_dirs()):
+        return first
     lines = [line.strip() for line in log.splitlines() if line.strip()]
     return next((line for line in lines if "error" in line.lower()), lines[0] if lines else
                 "no output")

@@ -32,6 +32,7 @@ from typing import Mapping, Sequence
 
 from ..errors import BuildError, ResourceLimitError, UsageError, excerpt
 from .compile_cache import CachedCompile, CompiledCuda, entry_key, lookup_entry, store_entry
+from .diagnostics import first_diagnostic, way_out
 from .resource_limits import ptxas_limit
 
 # --- architectures -------------------------------------------------------
@@ -157,8 +158,9 @@ def compile_cuda(source: str | bytes, *, name: str, arch: str, options: Sequence
         (result,) = nvrtc.nvrtcCompileProgram(prog, len(encoded), encoded)
         log = _program_log(nvrtc, prog)
         if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            message = (f"NVRTC failed to compile {name} for {arch}: {_summary(log)}"
-                       f"{_host_code_hint(log)}")
+            from .includes import toolkit_include_dirs
+            message = (f"NVRTC failed to compile {name} for {arch}: "
+                       f"{_reason(log, toolkit_include_dirs())}{way_out(log)}")
             if reason := ptxas_limit(log):
                 raise ResourceLimitError(message, reason, log)
             raise BuildError(message, log)
@@ -193,22 +195,13 @@ def _program_log(nvrtc, prog) -> str:
     return bytes(buf).rstrip(b"\0").decode(errors="replace").strip()
 
 
-def _host_code_hint(log: str) -> str:
-    """NVRTC compiles device code only: a whole file with host code needs nvcc."""
-    if re.search(r'cannot open source file "(c?std\w*|cstdlib|cstring|iostream|[\w/]*helper_\w+\.h)'
-                 r'|not allowed in JIT mode|host function', log):
-        return " (host code? `kernel.compiler: nvcc` compiles whole .cu files)"
-    return ""
-
-
-def _summary(log: str) -> str:
-    """"2 errors" from NVRTC's closing line, else the log's first line."""
-    if m := re.search(r"(\d+ (?:catastrophic )?errors?) detected", log):
-        return m.group(1)
-    return (log.splitlines() or ["no log"])[0]
-
-
-# --- PTX through nvJitLink -----------------------------------------------
+def _reason(log: str, include_dirs) -> str:
+    """"1 error: k.cu:3: expected a \";\"": how many (NVRTC's closing line), then the first."""
+    count = re.search(r"(\d+ (?:catastrophic )?errors?) detected", log)
+    first = first_diagnostic(log, include_dirs)
+    if count and first:
+        return f"{count.group(1)}: {first}"
+    return count.group(1) if count else first or (log.splitlines() or ["no log"])[0]
 
 
 def compile_ptx(ptx: bytes | str, *, arch: str, name: str = "kernel.ptx") -> bytes:

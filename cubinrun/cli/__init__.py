@@ -5,9 +5,9 @@ commands that need no GPU start fast.
 Data goes to stdout, diagnostics to stderr. A `CubinrunError` ends as one
 line on stderr and its exit code (docs/commands.md); `--debug` shows the
 traceback too, and keeps the exit code. stdout never decides the exit code
-(cli.stdout): a reader that closes it early (`| head -1`) ends the output
-quietly, a stdout that cannot be written (`> /dev/full`) is one line on
-stderr, and the command's own code stands either way.
+(cli.stdout) when a reader closes it early (`| head -1`): the output ends
+quietly; a stdout that cannot be written (`> /dev/full`) is one line on
+stderr and exit 2 (or the command's own code, where that is worse).
 """
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ import sys
 
 import click
 
-from ..errors import EXIT_USAGE, BuildError, CubinrunError, one_line
+from ..errors import (EXIT_CHECK_FAILED, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, BuildError,
+                      CubinrunError, one_line)
 from . import stdout
 from .common import JSON_BEFORE_COMMAND, Flags, everywhere_options
 
@@ -108,6 +109,8 @@ def main(argv: list[str] | None = None) -> None:
             os.environ.pop("NO_COLOR", None)
         guard.flush()                       # now, while a failure can still be reported
         sys.stdout = original
+    if guard.failed is not None and code in (EXIT_OK, EXIT_CHECK_FAILED, EXIT_REGRESSION):
+        code = EXIT_USAGE                   # output the user asked for is lost (cli.stdout)
     sys.exit(code)
 
 
@@ -131,6 +134,15 @@ def _dispatch(argv: list[str] | None) -> int:
     except click.exceptions.Abort:
         sys.stderr.write("aborted\n")
         return 130
+    except ModuleNotFoundError as error:    # a dependency that is not installed
+        from ..missing import missing_dependency
+        if (missing := missing_dependency(error)) is None:
+            raise
+        if Flags.debug:
+            import traceback
+            traceback.print_exc()
+        _print_error(missing)
+        return missing.exit_code
     except OSError as error:                # a file the OS refused to read or write
         if Flags.debug:
             import traceback

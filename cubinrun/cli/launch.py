@@ -263,14 +263,14 @@ def _untimed_in_a_dry_run(args: LaunchArgs) -> LaunchArgs:
 
 
 def _check_result_files(args: LaunchArgs) -> None:
-    """Result files are regular files: a FIFO, device or folder named is
-    refused before any run, not found (or hung on) after the last."""
-    from ..errors import UsageError
-    from ..files import output_problem
+    """Result files are regular files in a folder that exists: a FIFO, device
+    or folder named, or a missing folder, is refused before any run, not
+    found (or hung on) after the last. (They are written afresh: no --force.)"""
+    from ..files import check_output
     for flag, path in (("--jsonl", args.jsonl), ("--csv", args.csv), ("--markdown", args.markdown),
                        ("--junit", args.junit), ("--plot", args.plot)):
-        if path and path != "-" and (problem := output_problem(path)):
-            raise UsageError(f"{flag} {path}: {problem}")
+        if path and path != "-":
+            check_output(path, True, flag)
 
 
 def _check_numbers(args: LaunchArgs) -> None:
@@ -371,10 +371,9 @@ def _read_baseline(args: LaunchArgs):
     if not args.baseline:
         return None
     from ..results.compare import Baseline, parse_threshold
-    from ..results.reader import read_results, refuse_duplicates
-    results = read_results(args.baseline)
-    refuse_duplicates(results, args.baseline)
-    return Baseline(results, parse_threshold(args.threshold), args.ignore_device)
+    from ..results.reader import iter_results
+    return Baseline(iter_results(args.baseline), parse_threshold(args.threshold),
+                    args.ignore_device, args.baseline)
 
 
 def _run(tasks, args: LaunchArgs, baseline) -> int:
@@ -394,12 +393,12 @@ def _run(tasks, args: LaunchArgs, baseline) -> int:
                          max_noise=max_noise(args), min_samples=args.min_samples,
                          energy=args.energy)
     started = time.perf_counter()
+    jsonl = JsonLines(args.jsonl, args.append) if args.jsonl else None   # refused before workers
     if args.sanitize:
         from ..runs.sanitized import SanitizerExecutor
         executor = SanitizerExecutor(args.sanitize, args.device)
     else:
         executor = _executor(tasks, args, options)
-    jsonl = JsonLines(args.jsonl, args.append) if args.jsonl else None
     progress = Progress(len(tasks), enabled=None if not single else False)
     records, results = [], []
     said_no_gpu = False

@@ -2,6 +2,7 @@
 `plot` a sweep."""
 from __future__ import annotations
 
+import itertools
 import sys
 
 import click
@@ -21,70 +22,121 @@ from .common import complete_results, console, force_option, json_option
 def compare(baseline, new, threshold, ignore_device, strict, as_json):
     """Compare two result files (launch --json or --jsonl): SAME, FASTER, SLOWER or
     AMBIGUOUS per run; exit 5 when any is SLOWER."""
-    from ..errors import EXIT_OK, EXIT_REGRESSION
-    from ..results.compare import compare_results, parse_threshold, strict_failures
-    from ..results.reader import read_results, refuse_duplicates
+    from ..results.compare import compare_results, parse_threshold
+    from ..results.reader import DuplicateRuns, iter_results
     fraction = parse_threshold(threshold)
-    sides = []
-    for path in (baseline, new):
-        results = read_results(path)
-        refuse_duplicates(results, path)
-        sides.append(results)
-    comparisons = compare_results(*sides, fraction, ignore_device)
-    counts: dict[str, int] = {}
-    for c in comparisons:
-        counts[c.verdict] = counts.get(c.verdict, 0) + 1
-    failures = len(strict_failures(comparisons)) if strict else 0
-    code = EXIT_REGRESSION if counts.get("SLOWER") or failures else EXIT_OK
+    # Both files stream: NEW is read once first so that a bad line or a run
+    # twice is refused before anything is printed; the baseline is indexed.
+    runs = DuplicateRuns(new)
+    for result in iter_results(new):
+        runs.add(result)
+    del runs
+    tally = _Tally(compare_results(iter_results(baseline), iter_results(new), fraction,
+                                   ignore_device, baseline))
+    first = tally.take(FIRST_ROWS)      # an error among these (the GPU models) prints nothing
     if as_json:
-        from .report import print_json
-        summary = {"verdicts": counts, "exit_code": code}
-        if strict:
-            summary["strict_failures"] = failures
-        print_json({"threshold": fraction, "comparisons": [c.to_json() for c in comparisons],
-                    "summary": summary})
+        _print_json_stream(fraction, first, tally, strict)
     else:
-        _render(comparisons, counts, code, failures if strict else None)
-    sys.exit(code)
+        _render(first, tally, strict)
+    sys.exit(tally.code(strict))
 
 
-def _render(comparisons, counts, code, failures: int | None) -> None:
+# Comparisons gathered before any output: a table of at most this many rows is
+# drawn by rich; a longer one streams as plain columns as wide as these rows.
+FIRST_ROWS = 1000
+
+
+class _Tally:
+    """The comparisons as they come, counting verdicts and --strict's failures."""
+
+    def __init__(self, comparisons):
+        self.comparisons = iter(comparisons)
+        self.counts: dict[str, int] = {}
+        self.failures = 0
+
+    def __iter__(self):
+        from ..results.compare import strict_failures
+        for c in self.comparisons:
+            self.counts[c.verdict] = self.counts.get(c.verdict, 0) + 1
+            self.failures += len(strict_failures([c]))
+            yield c
+
+    def take(self, n: int) -> list:
+        return list(itertools.islice(iter(self), n))
+
+    def code(self, strict: bool) -> int:
+        from ..errors import EXIT_OK, EXIT_REGRESSION
+        return EXIT_REGRESSION if self.counts.get("SLOWER") or (strict and self.failures) \
+            else EXIT_OK
+
+
+def _print_json_stream(fraction, first: list, tally: _Tally, strict: bool) -> None:
+    """compare --json's document, one comparison at a time: each on one line
+    (json's C encoder; with an indent it takes the slow Python one)."""
+    import json
+
+    from ..text import finite
+
+    def indented(value, by: str) -> str:
+        return json.dumps(finite(value), indent=2).replace("\n", "\n" + by)
+    out = sys.stdout
+    out.write('{\n  "threshold": ' + json.dumps(finite(fraction)) + ',\n  "comparisons": [')
+    for position, c in enumerate(itertools.chain(first, tally)):
+        out.write(("," if position else "") + "\n    " + json.dumps(finite(c.to_json())))
+    out.write("\n  ]" if first else "]")
+    summary = {"verdicts": tally.counts, "exit_code": tally.code(strict)}
+    if strict:
+        summary["strict_failures"] = tally.failures
+    out.write(',\n  "summary": ' + indented(summary, "  ") + "\n}\n")
+
+
+def _render(first: list, tally: _Tally, strict: bool) -> None:
     from rich.text import Text
 
     from ..results.rows import number, percent, point_text
     from ..results.table import VERDICT_STYLE, draw
-    energy = any(c.energy_ratio is not None for c in comparisons)
-    processes = any(c.processes and max(c.processes) > 1 for c in comparisons)
+    energy = any(c.energy_ratio is not None for c in first)
+    processes = any(c.processes and max(c.processes) > 1 for c in first)
     columns = [(name, "left" if name in ("spec", "point", "verdict", "energy") else "right")
                for name in ("spec", "point", "baseline µs", "new µs", "ratio", "95% interval",
                             "p", *(("processes", "spread") if processes else ()), "verdict",
                             *(("J/launch ratio", "energy") if energy else ()))]
-    rows = []
-    for c in comparisons:
+
+    def cells(c) -> list:
         interval = (f"{c.low:.3f}-{c.high:.3f}" if c.low is not None and c.high is not None
                     else "")
         verdict = Text(c.verdict, VERDICT_STYLE.get(c.verdict, ""))
         if c.reason:
             verdict.append(f" ({c.reason})", "dim")
-        if failures is not None and c.new_failed:
+        if strict and c.new_failed:
             verdict.append(" failed in NEW", "bold red")
-        cells = [Text(c.spec or c.kernel or "?"), Text(point_text(c.point)),
-                 number(c.baseline_us), number(c.new_us),
-                 "" if c.ratio is None else f"{c.ratio:.3f}", interval,
-                 "" if c.p_value is None else f"{c.p_value:.2g}"]
+        row = [Text(c.spec or c.kernel or "?"), Text(point_text(c.point)),
+               number(c.baseline_us), number(c.new_us),
+               "" if c.ratio is None else f"{c.ratio:.3f}", interval,
+               "" if c.p_value is None else f"{c.p_value:.2g}"]
         if processes:
-            cells += ["/".join(map(str, c.processes or ())),
-                      " / ".join("-" if s is None else percent(s) for s in c.spread or ())]
-        cells.append(verdict)
+            row += ["/".join(map(str, c.processes or ())),
+                    " / ".join("-" if s is None else percent(s) for s in c.spread or ())]
+        row.append(verdict)
         if energy:
-            cells += ["" if c.energy_ratio is None else f"{c.energy_ratio:.3f}",
-                      c.energy_verdict or ""]
-        rows.append(cells)
+            row += ["" if c.energy_ratio is None else f"{c.energy_ratio:.3f}",
+                    c.energy_verdict or ""]
+        return row
     out = console()
-    draw(out, columns, rows)
-    strict = f"; --strict: {failures} missing or failed" if failures is not None else ""
-    out.print(", ".join(f"{n} {verdict}" for verdict, n in counts.items()) + strict +
-              f"; exit {code}")
+    rows = [cells(c) for c in first]
+    more = tally.take(1)
+    if not more:
+        draw(out, columns, rows)
+    else:
+        from ..text import plain_lines
+        def plain(row) -> list[str]:
+            return [getattr(cell, "plain", cell) for cell in row]
+        later = (plain(cells(c)) for c in itertools.chain(more, tally))
+        for line in plain_lines([name for name, _ in columns], map(plain, rows), later):
+            out.file.write(line + "\n")
+    failed = f"; --strict: {tally.failures} missing or failed" if strict else ""
+    out.print(", ".join(f"{n} {verdict}" for verdict, n in tally.counts.items()) + failed +
+              f"; exit {tally.code(strict)}")
 
 
 @click.command()

@@ -12,8 +12,10 @@ So the command line writes through `GuardedStdout`: the first failed write
 points file descriptor 1 at the null device, as Python's documentation on
 SIGPIPE recommends (so nothing later, Python's flush at exit included, fails
 again), and every later write goes there. The command carries on to its own
-exit code. A closed pipe is quiet (the reader chose to leave); anything else
-(a full disk) is one line on stderr, since the output was lost.
+end. A closed pipe is quiet and keeps the command's exit code (the reader
+chose to leave); anything else (a full disk, an I/O error) lost data the user
+asked for: one line on stderr, and the command ends with exit 2 (`failed`),
+or its own code where that is worse (3, 4).
 """
 from __future__ import annotations
 
@@ -28,6 +30,11 @@ class GuardedStdout:
     def __init__(self, stream):
         self._stream = stream
         self.lost: OSError | None = None        # why the output stopped, if it did
+
+    @property
+    def failed(self) -> OSError | None:
+        """The error that lost output, unless it was a pipe its reader closed."""
+        return None if self.lost is None or _closed_pipe(self.lost) else self.lost
 
     def write(self, text: str) -> int:
         try:
@@ -54,13 +61,17 @@ class GuardedStdout:
             return
         self.lost = error
         _point_at_null(self._stream)
-        if error.errno != errno.EPIPE and not isinstance(error, BrokenPipeError):
+        if not _closed_pipe(error):
             sys.stderr.write(f"error: cannot write to stdout: {error.strerror or error}; "
                              "the output is lost\n")
         try:
             self._stream.flush()                # what the buffer kept goes to the null device
         except (OSError, ValueError):
             pass
+
+
+def _closed_pipe(error: OSError) -> bool:
+    return isinstance(error, BrokenPipeError) or error.errno == errno.EPIPE
 
 
 def _point_at_null(stream) -> None:

@@ -85,7 +85,8 @@ class _TuneCommand(click.Command):
 @json_option
 @click.option("--plot", metavar="PATH", help="Plot the objective against evaluations "
               "(.png or .svg; needs cubinrun[plot]).")
-@click.option("--seed", type=int, default=None, help="Seed of the strategy (reproducible).")
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=None, metavar="N",
+              help="Seed of the strategy, 0 to 2**32-1 (NumPy's range; reproducible).")
 @device_option
 @click.option("--devices", metavar="LIST|all", help="Evaluate on these GPUs at once (one "
               "worker each), against one storage.")

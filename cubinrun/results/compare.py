@@ -37,15 +37,18 @@ for it.
 """
 from __future__ import annotations
 
+import json
 import math
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable, Iterator
 
 from ..errors import EXIT_BUILD, EXIT_CHECK_FAILED, EXIT_CUDA, EXIT_USAGE, UsageError
 from ..text import parse_fraction
 from .process_noise import (RECOMMENDED_PROCESSES, between_processes,
                             one_process_allowance_us, process_medians, shift_floor_us, widened)
-from .reader import kernel_key, point_key
+from .reader import refuse_twice, reread, run_key
 
 DEFAULT_THRESHOLD = 0.03
 ALPHA = 0.05                 # significance level of the U test
@@ -91,28 +94,70 @@ def parse_threshold(text: str | float) -> float:
 
 
 class Baseline:
-    """Baseline results, indexed for matching new ones as they come."""
+    """Baseline results, indexed for matching new ones as they come.
 
-    def __init__(self, results: list[dict], threshold: float = DEFAULT_THRESHOLD,
-                 ignore_device: bool = False):
-        self.results, self.threshold, self.ignore_device = results, threshold, ignore_device
-        self.exact: dict[tuple, dict] = {}
-        by_name: dict[tuple, list[dict]] = {}
+    `results` may be a stream (reader.iter_results): each result read from
+    JSON lines is held as its line's bytes and parsed again when matched, so
+    a million-run baseline holds about its file's size plus one key per run
+    (at most MAX_INDEXED_RESULTS); a run twice (spec, kernel, point and
+    device) is refused as it is indexed. `source` names the file in errors."""
+
+    def __init__(self, results: Iterable[dict], threshold: float = DEFAULT_THRESHOLD,
+                 ignore_device: bool = False, source: str | Path | None = None):
+        from ..limits import MAX_INDEXED_RESULTS
+        self.threshold, self.ignore_device, self.source = threshold, ignore_device, source
+        self._held: list = []                   # each result, or its JSON line's bytes
+        self._numbers = array("l")              # the line of each held as bytes
+        self.exact: dict[str, int] = {}         # run_key -> index of its first result
+        self._devices: dict[str, dict] = {}     # a run_key seen twice -> {device: index}
+        self._by_name: dict[str, int] | None = None     # made at the first miss
         for result in results:
-            point = point_key(result.get("point") or {})
-            self.exact.setdefault(_key(result, result.get("spec"), point), result)
-            by_name.setdefault(_key(result, _name(result.get("spec")), point), []).append(result)
-        self.by_name = {k: v[0] for k, v in by_name.items() if len(v) == 1}
-        self.matched: set[int] = set()
+            if len(self._held) == MAX_INDEXED_RESULTS:
+                raise UsageError(f"{getattr(result, 'where', source)}: more than "
+                                 f"{MAX_INDEXED_RESULTS} baseline runs, the most indexed: "
+                                 "split the files")
+            index = len(self._held)
+            raw = getattr(result, "raw", None)
+            self._held.append(raw if raw is not None else result)
+            self._numbers.append(getattr(result, "number", 0) if raw is not None else 0)
+            self._index(run_key(result), index, result)
+        self._matched = bytearray(len(self._held))
+
+    def _index(self, key: str, index: int, result: dict) -> None:
+        first = self.exact.setdefault(key, index)
+        if first == index:
+            return
+        devices = self._devices.setdefault(key, {_device(self._result(first)): first})
+        device = _device(result)
+        if device in devices:
+            refuse_twice(self.source, result, getattr(self._result(devices[device]),
+                                                      "place", "?"))
+        devices[device] = index
+
+    def _result(self, index: int) -> dict:
+        held = self._held[index]
+        return reread(self.source, self._numbers[index], held) if isinstance(held, bytes) \
+            else held
+
+    def _names(self) -> dict[str, int]:
+        """The runs by their spec's file name, where that names one run."""
+        if self._by_name is None:
+            counts: dict[str, list] = {}
+            for key, index in self.exact.items():
+                spec, kernel, point = json.loads(key)
+                entry = counts.setdefault(json.dumps([_name(spec), kernel, point]), [0, index])
+                entry[0] += 2 if key in self._devices else 1
+            self._by_name = {k: index for k, (n, index) in counts.items() if n == 1}
+        return self._by_name
 
     def match(self, result: dict) -> dict | None:
-        point = point_key(result.get("point") or {})
-        found = self.exact.get(_key(result, result.get("spec"), point))
+        found = self.exact.get(run_key(result))
         if found is None:
-            found = self.by_name.get(_key(result, _name(result.get("spec")), point))
-        if found is not None:
-            self.matched.add(id(found))
-        return found
+            found = self._names().get(run_key(result, _name(result.get("spec"))))
+        if found is None:
+            return None
+        self._matched[found] = 1
+        return self._result(found)
 
     def compare(self, result: dict) -> Comparison:
         base = self.match(result)
@@ -125,10 +170,12 @@ class Baseline:
         out.new_failed = failed(result, base)
         return out
 
-    def missing(self) -> list[Comparison]:
-        return [Comparison(r.get("spec"), r.get("kernel"), r.get("point", {}), "MISSING",
-                           reason="in the baseline only") for r in self.results
-                if id(r) not in self.matched]
+    def missing(self) -> Iterator[Comparison]:
+        for index, matched in enumerate(self._matched):
+            if not matched:
+                r = self._result(index)
+                yield Comparison(r.get("spec"), r.get("kernel"), r.get("point", {}), "MISSING",
+                                 reason="in the baseline only")
 
     def _check_device(self, base: dict, new: dict) -> None:
         a, b = ((r.get("device") or {}).get("name") for r in (base, new))
@@ -136,6 +183,10 @@ class Baseline:
             raise UsageError(f"the baseline ran on {a} and the new results on {b}: timings of "
                              "different GPU models do not compare (--ignore-device to compare "
                              "anyway)")
+
+
+def _device(result: dict):
+    return (result.get("device") or {}).get("name")
 
 
 def failed(result: dict, base: dict | None = None) -> bool:
@@ -163,14 +214,15 @@ def strict_failures(comparisons: list[Comparison]) -> list[Comparison]:
     return [c for c in comparisons if c.verdict == "MISSING" or c.new_failed]
 
 
-def compare_results(baseline: list[dict], new: list[dict], threshold: float = DEFAULT_THRESHOLD,
-                    ignore_device: bool = False) -> list[Comparison]:
-    index = Baseline(baseline, threshold, ignore_device)
-    return [index.compare(result) for result in new] + index.missing()
-
-
-def _key(result: dict, spec: str | None, point: str) -> tuple:
-    return (spec, kernel_key(result), point)
+def compare_results(baseline: Iterable[dict], new: Iterable[dict],
+                    threshold: float = DEFAULT_THRESHOLD, ignore_device: bool = False,
+                    source: str | Path | None = None) -> Iterator[Comparison]:
+    """Each new result's comparison as it comes, then the baseline's runs no
+    new result matched (MISSING)."""
+    index = Baseline(baseline, threshold, ignore_device, source)
+    for result in new:
+        yield index.compare(result)
+    yield from index.missing()
 
 
 def _name(spec: str | None) -> str | None:

@@ -1,7 +1,7 @@
 """Read results back: a `launch --json` document (one result, or
 `{"results": [...], "summary": {...}}`) or a `--jsonl` file (one result per
-line), as a list of result objects. `compare`, `plot` and `launch
---baseline` read through here.
+line), as result objects one at a time (`iter_results`: compare and launch
+--baseline stream them) or a list (`read_results`: plot, tune --replay).
 
 Results written before sweeps existed have no `spec` or `point`: they get
 `spec: null` (matched by kernel alone) and an empty point.
@@ -9,13 +9,14 @@ Results written before sweeps existed have no `spec` or `point`: they get
 A results file is input like any other, and scripts edit, merge and damage
 them, so everything is bounded and checked as it is read, and a bad value is
 one line naming the file and line (`r.jsonl:12: ...`, exit 2):
-- the file's size (MAX_RESULTS_BYTES) and, for one JSON document rather than
-  JSON lines, MAX_RESULTS_DOCUMENT_BYTES: a document is parsed whole, while
-  JSON lines are parsed one at a time and dropped;
+- what is parsed whole: one JSON document, or one line of JSON lines, at
+  most MAX_RESULTS_DOCUMENT_BYTES; JSON lines are read as they go
+  (`iter_results`), so a file of any length streams through `compare`;
 - numbers: floats must be finite (`1e400` is not infinity), integers at most
   MAX_INT_BITS wide (a 400-digit integer is not a float any code can use);
   times are >= 0, a point's values are numbers or strings;
-- the number of results (MAX_RESULT_RECORDS) and samples per run;
+- samples per run, and the results held at once in a list (`read_results`,
+  for plot and replay: MAX_RESULT_RECORDS);
 - each result keeps only the fields that compare, plot and the tables use,
   its samples as an array of doubles, so the memory held is a small multiple
   of the runs, not of the file.
@@ -25,13 +26,14 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 from array import array
 from pathlib import Path
 from typing import Iterator
 
 from ..errors import UsageError, shorten
 from ..limits import (MAX_INT_BITS, MAX_PROCESSES, MAX_RESULT_RECORDS, MAX_RESULT_SAMPLES,
-                      MAX_RESULT_TEXT_CHARS, MAX_RESULTS_BYTES, MAX_RESULTS_DOCUMENT_BYTES)
+                      MAX_RESULT_TEXT_CHARS, MAX_RESULTS_DOCUMENT_BYTES)
 
 # The widest integer a result may hold, in decimal digits (a sign aside).
 _MAX_INT_DIGITS = len(str(2 ** MAX_INT_BITS))
@@ -50,39 +52,102 @@ _ENERGY_KEYS = {"j_per_launch", "watts", "sm_clock_mhz", "window_s", "launch_us"
 
 class Located(dict):
     """A result object that knows where it was read: `where` prefixes a message
-    (`r.jsonl:12`), `place` names it within its file (`line 12`, `result 3`)."""
+    (`r.jsonl:12`), `place` names it within its file (`line 12`, `result 3`);
+    one read from JSON lines also keeps its line (`raw`, `number`), so that an
+    index can hold the bytes and read it again when it is needed."""
 
-    where: str = ""
-    place: str = ""
+    __slots__ = ("where", "place", "raw", "number")     # no dict per result: a million stream
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.where = self.place = ""
+        self.raw, self.number = None, 0
 
 
 def read_results(path: str | Path) -> list[Located]:
-    """Every result of one file, checked, in order."""
-    path = Path(path)
-    results = list(_results(path, _bytes(path)))
-    if not results:
-        raise UsageError(f"{path}: holds no results")
+    """Every result of one file, checked, in order, held in a list (plot and
+    replay use them all at once: at most MAX_RESULT_RECORDS)."""
+    results = []
+    for result in iter_results(path):
+        if len(results) == MAX_RESULT_RECORDS:
+            raise UsageError(f"{result.where}: more than {MAX_RESULT_RECORDS} results, the most "
+                             "held at once (plot, replay): split the file")
+        result.raw = None                       # held parsed: its bytes are not needed
+        results.append(result)
     return results
 
 
-def refuse_duplicates(results: list[Located], path: str | Path) -> None:
+def iter_results(path: str | Path) -> Iterator[Located]:
+    """Every result of one file, checked, in order, read as it goes: JSON lines
+    one at a time (a line at most MAX_RESULTS_DOCUMENT_BYTES), one JSON
+    document whole (at most that size too). UsageError for a file with none."""
+    path = Path(path)
+    from ..errors import SpecError
+    from ..files import open_input
+    try:
+        fd = open_input(path, "results")
+    except SpecError as exc:
+        raise UsageError(str(exc)) from None
+    with os.fdopen(fd, "rb") as stream:
+        empty = True
+        for result in _results(path, stream):
+            empty = False
+            yield result
+    if empty:
+        raise UsageError(f"{path}: holds no results")
+
+
+def reread(path: str | Path, number: int, raw: bytes) -> Located:
+    """The result `iter_results` read from line `number` (its bytes `raw`, held
+    since: checked then), again."""
+    where = f"{path}:{number}"
+    result = _slim(_REREAD(raw.decode("utf-8"), where), where, f"line {number}")
+    result.raw, result.number = raw, number
+    return result
+
+
+class DuplicateRuns:
     """A file holds each run (spec, kernel, point, device) once: a run twice
-    (two commands appending to one file) would be matched twice. UsageError
-    naming the run and both places."""
-    seen: dict[tuple, Located] = {}
+    (two commands appending to one file) would be matched twice. `add` each
+    result of the file in turn: UsageError naming the run and both places.
+    Holds one key per run (the one bound it needs: see docs/bad-input.md)."""
+
+    def __init__(self, path: str | Path):
+        self.path = path
+        self.seen: dict[str, str] = {}          # run key -> its place, e.g. "line 12"
+
+    def add(self, result: Located) -> None:
+        key = run_key(result) + "\0" + json.dumps((result.get("device") or {}).get("name"))
+        first = self.seen.get(key)
+        if first is not None:
+            refuse_twice(self.path, result, first)
+        self.seen[key] = result.place
+
+
+def refuse_duplicates(results: list[Located], path: str | Path) -> None:
+    """DuplicateRuns over a list already read."""
+    seen = DuplicateRuns(path)
     for result in results:
-        device = (result.get("device") or {}).get("name")
-        key = (result.get("spec"), kernel_key(result), point_key(result["point"]), device)
-        first = seen.setdefault(key, result)
-        if first is not result:
-            run = result.get("spec") or result.get("kernel") or "?"
-            if result["point"]:
-                run += f" [{', '.join(f'{k}={v}' for k, v in result['point'].items())}]"
-            raise UsageError(
-                f"{path}: the run {shorten(run, 200)}"
-                + (f" on {device}" if device else "")
-                + f" is there twice ({first.place} and {result.place}): keep one "
-                "command's results per file (launch writes its files afresh; --append adds)")
+        seen.add(result)
+
+
+def refuse_twice(path, result: dict, first_place: str) -> None:
+    device = (result.get("device") or {}).get("name")
+    run = result.get("spec") or result.get("kernel") or "?"
+    if result["point"]:
+        run += f" [{', '.join(f'{k}={v}' for k, v in result['point'].items())}]"
+    raise UsageError(
+        f"{path}: the run {shorten(run, 200)}"
+        + (f" on {device}" if device else "")
+        + f" is there twice ({first_place} and {getattr(result, 'place', '?')}): keep one "
+        "command's results per file (launch writes its files afresh; --append adds)")
+
+
+def run_key(result: dict, spec: str | None | bool = False) -> str:
+    """Spec, kernel and point as one string (`spec` in place of the result's own
+    when given): how runs are matched."""
+    return json.dumps([result.get("spec") if spec is False else spec, kernel_key(result),
+                       point_key(result.get("point") or {})])
 
 
 def kernel_key(result: dict) -> str | None:
@@ -98,33 +163,25 @@ def point_key(point: dict) -> str:
                        for k, v in sorted(point.items())})
 
 
-def _bytes(path: Path) -> bytes:
-    from ..errors import SpecError
-    from ..files import read_bounded
-    try:
-        return read_bounded(path, MAX_RESULTS_BYTES, "results")
-    except SpecError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _results(path: Path, data: bytes) -> Iterator[Located]:
+def _results(path: Path, stream) -> Iterator[Located]:
     """JSON lines one at a time, or one JSON document (over several lines, or
     on one line alone)."""
     decode = _Decoder()
-    lines = _lines(data)
+    lines = _lines(path, stream)
     number, line = next(lines, (0, b""))
     if not number:
         return
     try:
         first = decode(_decoded(line, f"{path}:{number}"), f"{path}:{number}")
     except json.JSONDecodeError:
-        yield from _document(path, data, decode)
+        stream.seek(0)
+        yield from _document(path, stream.read(MAX_RESULTS_DOCUMENT_BYTES + 1), decode)
         return
     following = next(lines, None)
     if following is None and isinstance(first, dict) and "results" in first:
         yield from _from_document(path, first)
         return
-    yield _checked(first, f"{path}:{number}", f"line {number}")
+    yield _kept_line(_checked(first, f"{path}:{number}", f"line {number}"), number, line)
     if following is not None:
         yield from _json_lines(path, itertools.chain([following], lines), decode)
 
@@ -132,16 +189,19 @@ def _results(path: Path, data: bytes) -> Iterator[Located]:
 def _json_lines(path: Path, lines: Iterator[tuple[int, bytes]],
                 decode: "_Decoder") -> Iterator[Located]:
     """The results after the first, each parsed, checked and slimmed in turn."""
-    for count, (number, line) in enumerate(lines, 2):
-        where = f"{path}:{number}"
-        if count > MAX_RESULT_RECORDS:
-            raise UsageError(f"{where}: more than {MAX_RESULT_RECORDS} results, the most "
-                             "one file may hold: split it")
+    prefix = f"{path}:"
+    for number, line in lines:
+        where = prefix + str(number)
         try:
             value = decode(_decoded(line, where), where)
         except json.JSONDecodeError as exc:
             raise UsageError(f"{where}: not JSON or JSON lines ({exc.msg})") from None
-        yield _checked(value, where, f"line {number}")
+        yield _kept_line(_checked(value, where, "line " + str(number)), number, line)
+
+
+def _kept_line(result: Located, number: int, line: bytes) -> Located:
+    result.raw, result.number = line, number
+    return result
 
 
 def _decoded(line: bytes, where: str) -> str:
@@ -152,15 +212,22 @@ def _decoded(line: bytes, where: str) -> str:
                          "file must be UTF-8") from None
 
 
-def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """(line number, line) for each line that is not blank, without copying the file."""
-    start, number = 0, 0
-    while start < len(data):
-        end = data.find(b"\n", start)
-        end = len(data) if end < 0 else end
+def _lines(path: Path, stream) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) for each line that is not blank, read as it goes; a
+    line is parsed whole, so it is at most MAX_RESULTS_DOCUMENT_BYTES."""
+    number = 0
+    while True:
+        try:
+            line = stream.readline(MAX_RESULTS_DOCUMENT_BYTES + 1)
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        if not line:
+            return
         number += 1
-        line = data[start:end]
-        start = end + 1
+        if len(line) > MAX_RESULTS_DOCUMENT_BYTES:
+            raise UsageError(f"{path}:{number}: a line longer than "
+                             f"{MAX_RESULTS_DOCUMENT_BYTES >> 20} MiB, the most read whole")
+        line = line.rstrip(b"\r\n")
         if line.strip():
             yield number, line
 
@@ -188,9 +255,6 @@ def _from_document(path: Path, document) -> Iterator[Located]:
         results = [document]
     else:
         raise UsageError(f"{path}: not cubinrun results (a JSON {type(document).__name__})")
-    if len(results) > MAX_RESULT_RECORDS:
-        raise UsageError(f"{path}: more than {MAX_RESULT_RECORDS} results, the most one file "
-                         "may hold: split it")
     for number, result in enumerate(results, 1):
         yield _checked(result, f"{path}: result {number}", f"result {number}")
 
@@ -233,27 +297,37 @@ class _Decoder:
         return int(text)
 
 
+_REREAD = _Decoder()
+
+
 def _checked(result, where: str, place: str) -> Located:
     if not isinstance(result, dict) or not ("kernel" in result or "spec" in result):
         raise UsageError(f"{where}: not a cubinrun result (no kernel or spec)")
     if problem := _problem(result):
         raise UsageError(f"{where}: {problem}")
-    kept = Located((key, result[key]) for key in _KEPT & result.keys())
+    return _slim(result, where, place)
+
+
+def _slim(result: dict, where: str, place: str) -> Located:
+    """What is kept of a checked result."""
+    kept = Located(result)          # a copy, then less: most results hold only kept keys
+    for key in kept.keys() - _KEPT:
+        del kept[key]
     kept.where, kept.place = where, place
     kept.setdefault("spec", None)
     if not isinstance(kept.get("point"), dict):
         kept["point"] = {}
     kept.setdefault("exit_code", 0)
     kept.setdefault("kernel", None)
-    if isinstance(kept.get("device"), dict):
+    if "device" in kept and isinstance(kept["device"], dict):
         kept["device"] = {k: v for k, v in kept["device"].items() if k in _DEVICE_KEPT}
-    if isinstance(kept.get("check"), dict):          # what passed, not the errors' details
+    if "check" in kept and isinstance(kept["check"], dict):     # what passed, not the details
         outputs = kept["check"].get("outputs")
         kept["check"] = {"passed": kept["check"].get("passed")}
         if isinstance(outputs, dict):
             kept["check"]["outputs"] = {name: {"passed": out.get("passed")}
                                         for name, out in outputs.items() if isinstance(out, dict)}
-    samples = (kept.get("timing") or {}).get("samples_us")
+    samples = kept["timing"].get("samples_us") if kept.get("timing") else None
     if samples is not None:
         kept["timing"] = {**kept["timing"], "samples_us": array("d", samples)}
     return kept

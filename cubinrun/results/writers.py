@@ -20,8 +20,8 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TextIO
 
+from ..errors import UsageError
 from ..text import finite
 from .rows import (DEBUG_CHECKS, any_processes, failed_checks, number, percent, point_text, row,
                    spread_text)
@@ -61,27 +61,63 @@ def json_document(results: list[dict], summary: dict, single: bool) -> dict:
     return finite({"results": results, "summary": summary})
 
 
-def open_output(path: str, mode: str = "w") -> TextIO:
-    if path == "-":
-        return sys.stdout
-    return open(path, mode, encoding="utf-8", newline="")
-
-
 class JsonLines:
     """`--jsonl PATH`: one result per line, flushed as each run ends, so a job
     that is killed keeps what it finished. The file is written afresh, or
-    added to with `append` (--append: several commands collect one file)."""
+    added to with `append` (--append: several commands collect one file).
+
+    No line is ever torn. Written afresh, the file is locked: a second command
+    naming it while the first runs is refused (UsageError naming the file and
+    the process), before it touches a byte, and the file stays the first's.
+    With --append each line is one write() to a file opened O_APPEND, so
+    commands running at once interleave whole lines. A write that fails (a
+    full disk) is UsageError naming the flag, and a line it cut short is
+    taken back (afresh only: with --append another writer may follow it)."""
 
     def __init__(self, path: str, append: bool = False):
-        self.stream = open_output(path, "a" if append else "w")
+        from ..files import lock_for_writing
+        self.path, self.append, self.fd = path, append, None
+        if path == "-":
+            return
+        flags = (os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else 0)
+                 | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            fd = os.open(path, flags, 0o666)        # not truncated: it may be another's
+        except OSError as exc:
+            raise _cannot_write("--jsonl", path, exc) from None
+        if not append and (holder := lock_for_writing(fd)):
+            os.close(fd)
+            raise UsageError(f"cannot write --jsonl {path}: {holder} is writing it (give each "
+                             "command its own file, or --append to collect one)")
+        self.fd = fd
+        if not append:
+            os.ftruncate(fd, 0)
 
     def write(self, result: dict) -> None:
-        self.stream.write(json.dumps(finite(result)) + "\n")
-        self.stream.flush()
+        line = json.dumps(finite(result)) + "\n"
+        if self.fd is None:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            return
+        data = line.encode("utf-8")
+        start = None if self.append else os.lseek(self.fd, 0, os.SEEK_CUR)
+        try:
+            while data:                     # one write() for a regular file, short only when full
+                data = data[os.write(self.fd, data):]
+        except OSError as exc:
+            if start is not None:
+                os.ftruncate(self.fd, start)
+                os.lseek(self.fd, start, os.SEEK_SET)
+            raise _cannot_write("--jsonl", self.path, exc) from None
 
     def close(self) -> None:
-        if self.stream is not sys.stdout:
-            self.stream.close()
+        if self.fd is not None:
+            os.close(self.fd)               # the lock goes with it
+            self.fd = None
+
+
+def _cannot_write(flag: str, path: str, error: OSError) -> UsageError:
+    return UsageError(f"cannot write {flag} {path}: {error.strerror or error}")
 
 
 def csv_text(results: list[dict]) -> str:
@@ -238,13 +274,13 @@ def write_files(results: list[dict], summary: dict, csv_path: str | None,
                 markdown: str | None, junit: str | None) -> None:
     """The result files written once all runs have ended (JSONL goes as they end)."""
     if csv_path:
-        write_text(csv_path, csv_text(results))
+        write_text("--csv", csv_path, csv_text(results))
     if markdown:
         append = is_step_summary(markdown)
-        write_text(markdown, ("\n" if append else "") + markdown_text(results, summary),
-                   append=append)
+        write_text("--markdown", markdown,
+                   ("\n" if append else "") + markdown_text(results, summary), append=append)
     if junit:
-        write_text(junit, junit_text(results, summary))
+        write_text("--junit", junit, junit_text(results, summary))
 
 
 def is_step_summary(path: str) -> bool:
@@ -260,15 +296,25 @@ def is_step_summary(path: str) -> bool:
         return False
 
 
-def write_text(path: str, text: str, append: bool = False) -> None:
-    stream = open_output(path, "a" if append else "w")
+def write_text(flag: str, path: str, text: str, append: bool = False) -> None:
+    """`text` as the file `path` (`flag` names it in an error). Afresh, it goes
+    to a new file that then takes the name (files.OutputFile): two commands
+    that write one file leave one's whole content, and a link is replaced,
+    not written through."""
+    from ..files import OutputFile
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
     try:
-        stream.write(text)
-    finally:
-        if stream is not sys.stdout:
-            stream.close()
+        if append:
+            with open(path, "a", encoding="utf-8", newline="") as stream:
+                stream.write(text)
         else:
-            stream.flush()
+            with OutputFile(path) as written:
+                written.file.write(text.encode("utf-8"))
+    except OSError as exc:
+        raise _cannot_write(flag, path, exc) from None
 
 
 def point_label(result: dict) -> str:

@@ -93,12 +93,24 @@ class Mirror:
     def local(self, path: str) -> Path:
         """Where the file at `path` (absolute, as the launch process sees it) lies
         here; UsageError for a path that could lead out of the root (`..`)."""
-        from ..errors import UsageError
+        from ..errors import UsageError, shorten
         p = Path(path)
         if not p.is_absolute() or ".." in p.parts:
-            raise UsageError(f"{path}: not a plain absolute path, so it could lead out of "
-                             "the worker's private folder; the files a run carries stay inside")
+            raise UsageError(f"{shorten(path, 600)}: not a plain absolute path, so it could "
+                             "lead out of the worker's private folder; the files a run "
+                             "carries stay inside")
         return self.root / p.relative_to(p.anchor)
+
+    def relative(self, here: Path, path: str) -> str:
+        """`path`, relative to `here` (a folder in the mirror), if it stays in
+        the mirror. Here `../` above `/` stops there; in the mirror it would
+        climb out of the root to this machine's own files: UsageError."""
+        from ..errors import UsageError
+        if not Path(os.path.normpath(here / path)).is_relative_to(self.root):
+            raise UsageError("the path climbs above the top folder, so on a worker it would "
+                             "lead out of its private folder; name the file without the extra "
+                             "'../'")
+        return path
 
     def missing(self, manifest: dict[str, str]) -> list[str]:
         """The paths of `manifest` ({path: digest}) whose content is not here yet."""
@@ -123,12 +135,17 @@ def run_mirrored(runner, mirror: Mirror, task: RunTask, cwd: str) -> tuple[RunRe
     """Run `task` from `mirror` with `runner` (worker.Runner) as if from `cwd`.
     Returns the record (paths as they are at the launch process) and the
     files the run saved, {path as the spec names it: bytes}."""
+    from ..errors import CubinrunError
     here = mirror.local(cwd)
+    try:                                # a spec path the mirror cannot hold fails its run only
+        spec = (str(mirror.local(task.spec)) if os.path.isabs(task.spec)
+                else mirror.relative(here, task.spec))
+    except CubinrunError as error:
+        return RunRecord.failed(task, error).portable(), {}
     here.mkdir(parents=True, exist_ok=True)
     previous = os.getcwd()
     os.chdir(here)
     try:
-        spec = str(mirror.local(task.spec)) if os.path.isabs(task.spec) else task.spec
         with outputs_inside(mirror.root):          # `save:` stays in the mirror too
             record = runner.execute(replace(task, spec=spec))
         saved = {}

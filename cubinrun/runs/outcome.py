@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 from ..errors import (EXIT_BUILD, EXIT_CHECK_FAILED, EXIT_CUDA, EXIT_OK, EXIT_REGRESSION,
                       EXIT_USAGE, BuildError, CubinrunError, CudaError, invalid_reason)
+from ..missing import MissingDependency
 from .expand import RunTask, point_text
 
 SEVERITY = (EXIT_OK, EXIT_REGRESSION, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_BUILD, EXIT_CUDA)
@@ -25,6 +26,10 @@ SEVERITY = (EXIT_OK, EXIT_REGRESSION, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_BUILD,
 STATUS = {EXIT_OK: "ok", EXIT_CHECK_FAILED: "check failed", EXIT_USAGE: "spec error",
           EXIT_BUILD: "build error", EXIT_CUDA: "CUDA error", EXIT_REGRESSION: "slower"}
 
+
+# Failures whose exit code is shared: an internal error is 4, but no CUDA call
+# failed (it is a bug); a missing package is 2, but the spec is fine.
+OTHER_STATUS = {"internal": "internal error", "dependency": "missing package"}
 
 # What a launch says once when there is no GPU at all, after the driver's line.
 NO_GPU_HINT = "without a GPU, --dry-run checks every spec and point"
@@ -42,6 +47,8 @@ def most_severe(codes: Iterable[int]) -> int:
 
 
 def error_type(error: BaseException) -> str:
+    if isinstance(error, MissingDependency):
+        return "dependency"
     if isinstance(error, CudaError):
         return "cuda"
     if isinstance(error, BuildError):
@@ -57,7 +64,7 @@ class RunRecord:
     exit_code: int
     result: dict | None = None          # RunResult.to_json(); None when the run failed first
     error: str | None = None            # one line
-    error_type: str | None = None       # spec, build, cuda, internal
+    error_type: str | None = None       # spec, build, cuda, dependency, internal
     log: str = ""                       # a build tool's output
     wall_s: float = 0.0
     broken: bool = False                # the device context is unusable after this run
@@ -72,6 +79,9 @@ class RunRecord:
     def failed(cls, task: RunTask, error: BaseException, wall_s: float = 0.0) -> "RunRecord":
         """The record of a run that ended with `error`: in a sweep, a resource
         limit of the kernel makes the point `invalid`."""
+        if isinstance(error, ModuleNotFoundError):
+            from ..missing import missing_dependency
+            error = missing_dependency(error) or error
         code = error.exit_code if isinstance(error, CubinrunError) else EXIT_CUDA
         message = str(error) if isinstance(error, CubinrunError) else \
             f"internal error: {type(error).__name__}: {error}"
@@ -96,7 +106,11 @@ class RunRecord:
 
     @property
     def status(self) -> str:
-        return self.outcome or STATUS.get(self.exit_code, f"exit {self.exit_code}")
+        if self.outcome:
+            return self.outcome
+        if self.error_type in OTHER_STATUS:     # not what the exit code alone would say
+            return OTHER_STATUS[self.error_type]
+        return STATUS.get(self.exit_code, f"exit {self.exit_code}")
 
     def error_line(self) -> str:
         """`error: ...` (`invalid: ...` for an invalid point) naming the run once (a

@@ -93,6 +93,29 @@ class RayWorker:
         self.mirror.close()
 
 
+class RemoteError(CubinrunError):
+    """A cubinrun error raised on a worker that did not come back as itself."""
+
+    def __init__(self, message: str, exit_code: int):
+        self.exit_code = exit_code
+        super().__init__(message)
+
+
+def remote_cause(error: BaseException) -> BaseException:
+    """What a worker raised, from Ray's wrapper of it. Ray's wrapper also
+    subclasses the cause's class, but its text is the whole remote traceback;
+    where the cause itself did not come back (it would not unpickle), a
+    cubinrun error keeps its one line: the traceback's last, less the class."""
+    cause = getattr(error, "cause", None)
+    if isinstance(cause, BaseException) and type(cause).__name__ != type(error).__name__:
+        return cause
+    if isinstance(error, CubinrunError):
+        last = (str(error).strip().splitlines() or [""])[-1]
+        message = re.sub(r"^[\w.]+(Error|Exception|Limit\w*): ", "", last)
+        return RemoteError(message, error.exit_code)
+    return error
+
+
 def _ordinal(gpu_id) -> int | str:
     try:
         return int(gpu_id)
@@ -319,8 +342,8 @@ class RayExecutor:
             actor.task = actor.reference = None
             try:
                 record, saved[task.index] = self.ray.get(reference)
-            except self.ray.exceptions.RayTaskError as exc:   # a bug around the run
-                record = RunRecord.failed(task, getattr(exc, "cause", None) or exc,
+            except self.ray.exceptions.RayTaskError as exc:   # raised around the run
+                record = RunRecord.failed(task, remote_cause(exc),
                                           time.perf_counter() - actor.started).portable()
                 record.log = str(exc)
             except self.ray.exceptions.RayError as exc:       # the actor or its node is gone

@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Callable, Mapping
 
-from ..errors import SpecError, UsageError
+from ..errors import SpecError, UsageError, excerpt
 
 DEVICE_NAMES = ("sm_count", "l2_bytes", "max_shared_optin", "arch", "warp_size")
 
@@ -44,8 +44,9 @@ MAX_PROPS_BYTES = 1 << 20
 def arch_number(arch: str) -> int:
     """90 for "sm_90" and "sm_90a"."""
     digits = arch.removeprefix("sm_").rstrip("af")
-    if not digits.isdigit():
-        raise UsageError(f"{arch!r} is not an arch such as sm_90")
+    # ASCII and short: int() takes other scripts' digits and refuses 4300 of them
+    if not (digits.isascii() and digits.isdigit() and len(digits) <= 4):
+        raise UsageError(f"{excerpt(arch)} is not an arch such as sm_90")
     return int(digits)
 
 
@@ -91,14 +92,11 @@ def for_arch(arch: str) -> DeviceValues:
 
 def from_props_file(path: str, ordinal: int | None = None) -> DeviceValues:
     """A saved `cubinrun props --json` ({"devices": [...]}) or one device's object."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_PROPS_BYTES + 1)
-    except OSError as exc:
-        raise UsageError(f"--props {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_PROPS_BYTES:
-        raise UsageError(f"--props {path}: larger than {MAX_PROPS_BYTES >> 20} MiB, "
-                         "not a props file")
+    from ..files import read_bounded
+    try:                            # bounded, and a FIFO is refused rather than waited on
+        data = read_bounded(path, MAX_PROPS_BYTES, "props")
+    except SpecError as exc:
+        raise UsageError(f"--props {exc}") from None
     try:
         document = json.loads(data)
     except (ValueError, RecursionError):
@@ -116,7 +114,10 @@ def from_props_file(path: str, ordinal: int | None = None) -> DeviceValues:
     for name, key in PROPS_KEYS.items():
         value = device.get(key)
         if name == "arch" and isinstance(value, str):
-            value = arch_number(value)
+            try:
+                value = arch_number(value)
+            except UsageError as exc:
+                raise UsageError(f"--props {path}: device {index}: arch: {exc}") from None
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             values[name] = value
     label = device.get("name") if isinstance(device.get("name"), str) else f"device {index}"

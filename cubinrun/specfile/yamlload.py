@@ -25,7 +25,7 @@ import functools
 import re
 from pathlib import Path
 
-from ..errors import SpecError, excerpt
+from ..errors import SpecError, excerpt, shorten
 from ..limits import MAX_INT_DIGITS, MAX_SPEC_BYTES, MAX_YAML_DEPTH, MAX_YAML_VALUES
 
 
@@ -356,4 +356,4 @@ def _missing_colon(exc, text: str) -> tuple[int, str] | None:
     if ":" in words:
         return None                             # a colon is there: another problem
     key = words.split()[0] if words.split() else words
-    return number + 1, f"no ':' after {key!r} (write `{key}: ...`)"
+    return number + 1, f"no ':' after {excerpt(key)} (write `{shorten(key)}: ...`)"
