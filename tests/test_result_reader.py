@@ -262,9 +262,9 @@ def test_compare_streams_more_results_than_a_list_holds(capsys, tmp_path, monkey
     from cubinrun.results import reader
     monkeypatch.setattr(reader, "MAX_RESULT_RECORDS", 100)
     runs = 10_000
-    base = _jsonl(tmp_path / "base.jsonl", (timed(10.0, point={"N": i}) for i in range(runs)))
+    base = _jsonl(tmp_path / "base.jsonl", (timed(100.0, point={"N": i}) for i in range(runs)))
     new = _jsonl(tmp_path / "new.jsonl",
-                 (timed(20.0 if i == 7 else 10.0, point={"N": i}) for i in range(1, runs)))
+                 (timed(200.0 if i == 7 else 100.0, point={"N": i}) for i in range(1, runs)))
     code, out, err = run(capsys, "compare", "--json", "--strict", base, new)
     document = json.loads(out)
     assert code == 5 and err == ""
