@@ -281,6 +281,28 @@ def lock_for_writing(fd: int) -> str | None:
 
 
 _FAR_BYTE = 1 << 40
+_APPEND_BYTE = _FAR_BYTE + 1        # appenders' turn: apart from the afresh writer's lock
+
+
+@contextlib.contextmanager
+def append_turn(fd: int):
+    """Around one write to a file several processes append to. On POSIX a
+    write() to an O_APPEND file lands whole at the end; Windows' O_APPEND is a
+    seek and a write, so two writers can land on one end and tear a line
+    there (seen under Wine): the writers take turns on a lock (msvcrt retries
+    for ~10 s, then OSError, a failed write)."""
+    if os.name != "nt":
+        yield
+        return
+    import msvcrt
+    os.lseek(fd, _APPEND_BYTE, os.SEEK_SET)
+    msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
+    try:
+        os.lseek(fd, 0, os.SEEK_END)
+        yield
+    finally:
+        os.lseek(fd, _APPEND_BYTE, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
 
 # struct flock, which F_GETLK fills in, where its layout is known (64-bit)
 _FLOCK = {"linux": ("hhxxxxqqixxxx", ("type", "whence", "start", "len", "pid")),

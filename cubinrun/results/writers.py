@@ -69,8 +69,9 @@ class JsonLines:
     No line is ever torn. Written afresh, the file is locked: a second command
     naming it while the first runs is refused (UsageError naming the file and
     the process), before it touches a byte, and the file stays the first's.
-    With --append each line is one write() to a file opened O_APPEND, so
-    commands running at once interleave whole lines. A write that fails (a
+    With --append each line is one write() to a file opened O_APPEND (on
+    Windows also under a lock, files.append_turn), so commands running at
+    once interleave whole lines. A write that fails (a
     full disk) is UsageError naming the flag, and a line it cut short is
     taken back (afresh only: with --append another writer may follow it)."""
 
@@ -99,11 +100,15 @@ class JsonLines:
             sys.stdout.write(line)
             sys.stdout.flush()
             return
+        from contextlib import nullcontext
+
+        from ..files import append_turn
         data = line.encode("utf-8")
         start = None if self.append else os.lseek(self.fd, 0, os.SEEK_CUR)
         try:
-            while data:                     # one write() for a regular file, short only when full
-                data = data[os.write(self.fd, data):]
+            with append_turn(self.fd) if self.append else nullcontext():
+                while data:                 # one write() for a regular file, short only when full
+                    data = data[os.write(self.fd, data):]
         except OSError as exc:
             if start is not None:
                 os.ftruncate(self.fd, start)
