@@ -30,14 +30,17 @@ class MissingDependency(CubinrunError):
         super().__init__(f"no module named '{module}': {fix}")
 
 
-def missing_dependency(error: ModuleNotFoundError) -> MissingDependency | None:
+def missing_dependency(error: ModuleNotFoundError,
+                       command: str | None = None) -> MissingDependency | None:
     """The error to report for `error`, or None when the module missing is
-    cubinrun's own (a bug, not an install to fix)."""
+    cubinrun's own (a bug, not an install to fix). `command`: the command that
+    needed it, whose extra is named when several bring the module
+    (SQLAlchemy: `history` for `cubinrun history`, `tune` for `cubinrun tune`)."""
     module = (error.name or str(error)).split(".")[0]
     if module == "cubinrun":
         return None
     distribution = DISTRIBUTIONS.get(module, module)
-    extra = _extra_of(distribution)
+    extra = _extra_of(distribution, command)
     if extra is None:               # no dependency of ours: its package may be named otherwise
         fix = f"install the package that provides it (pip install {distribution}?)"
     elif extra == "":
@@ -47,9 +50,9 @@ def missing_dependency(error: ModuleNotFoundError) -> MissingDependency | None:
     return MissingDependency(module, fix)
 
 
-def _extra_of(distribution: str) -> str | None:
+def _extra_of(distribution: str, command: str | None = None) -> str | None:
     """"" for a dependency of cubinrun itself, the extra that has it (not
-    `test`), or None for neither."""
+    `test`; the one named `command` where several have it), or None for neither."""
     from importlib import metadata
     try:
         requirements = metadata.requires("cubinrun") or []
@@ -65,6 +68,8 @@ def _extra_of(distribution: str) -> str | None:
         if extra is None:
             return ""
         extras.append(extra.group(1))
+    if command in extras:
+        return command
     return next((e for e in extras if e != "test"), None)
 
 

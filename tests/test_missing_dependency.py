@@ -36,6 +36,12 @@ def test_the_package_and_extra_are_named(module, fix):
     assert error.exit_code == 2
 
 
+def test_a_module_several_extras_bring_names_the_command_s_extra():
+    assert "cubinrun[history]" in str(missing_dependency(absent("sqlalchemy"), "history"))
+    assert "cubinrun[tune]" in str(missing_dependency(absent("sqlalchemy"), "tune"))
+    assert "cubinrun[tune]" in str(missing_dependency(absent("sqlalchemy"), "launch"))
+
+
 def test_a_missing_module_of_cubinrun_itself_stays_a_bug():
     assert missing_dependency(absent("cubinrun.nothing")) is None
 

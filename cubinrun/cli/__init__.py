@@ -136,7 +136,8 @@ def _dispatch(argv: list[str] | None) -> int:
         return 130
     except ModuleNotFoundError as error:    # a dependency that is not installed
         from ..missing import missing_dependency
-        if (missing := missing_dependency(error)) is None:
+        words = [a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("-")]
+        if (missing := missing_dependency(error, words[0] if words else None)) is None:
             raise
         if Flags.debug:
             import traceback
