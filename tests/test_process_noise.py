@@ -13,7 +13,8 @@ import pytest
 
 from cubinrun.results.compare import compare_pair, compare_results
 from cubinrun.results.process_noise import (between_processes, one_process_allowance_us,
-                                            process_medians, spread, widened)
+                                            process_medians, spread, too_noisy, widened)
+from cubinrun.results.rows import row, spread_text
 
 
 def medians(rng, m: float, n: int) -> list[float]:
@@ -126,3 +127,15 @@ def test_a_result_file_with_bad_process_fields_is_one_line(tmp_path, timing, mes
     path.write_text(json.dumps({"kernel": "k", "timing": {"median_us": 1.0, **timing}}) + "\n")
     with pytest.raises(UsageError, match=r"r.jsonl:1: " + message.replace("`", ".")):
         read_results(path)
+
+
+def test_too_noisy_marks_what_a_3_percent_change_cannot_be_judged_against():
+    steady = {"median_us": 55.0, "process_medians_us": [54.9, 55.0, 55.2]}
+    spread_out = {"median_us": 55.0, "process_medians_us": [52.0, 55.0, 58.0]}   # 11%
+    tiny = {"median_us": 1.3, "process_medians_us": [1.3, 1.3, 1.3]}         # floor: 23%
+    assert too_noisy(steady, 0.03) is False and too_noisy(spread_out, 0.03) is True
+    assert too_noisy(tiny, 0.03) is True and too_noisy({"median_us": 1.0}, 0.03) is None
+    result = {"timing": {**spread_out, "processes": 3, "process_spread": spread(
+        spread_out["process_medians_us"]), "too_noisy": True}}
+    assert spread_text(row(result)) == "10.9% of 3, too noisy"
+    assert spread_text(row({"timing": {"median_us": 1.0}})) == ""

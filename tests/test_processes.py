@@ -78,7 +78,8 @@ def test_pooling_takes_the_median_of_the_process_medians_and_rescales_throughput
     assert timing["process_spread"] == pytest.approx((4.0 - 2.0) / 2.2)
     assert timing["dropped_samples"] == 3 and timing["samples"] == 9
     assert timing["event_offset_us"] == 2.0 and timing["elapsed_s"] == pytest.approx(0.3)
-    assert "samples_us" not in timing
+    assert "samples_us" not in timing and timing["sm_clock_mhz"] == 1980.0
+    assert timing["too_noisy"] is True                # processes 91% apart: no 3% verdict
     assert record.result["throughput"]["gbps"] == pytest.approx(100.0 * 2.0 / 2.2)
     assert record.result["throughput"]["peak_gbps"] == 4800.0
     assert record.wall_s == 3.0

@@ -82,11 +82,7 @@ class RunResult:
         }
 
     def clock_json(self) -> dict[str, float | None]:
-        import statistics
-        clocks = [c for c in self.sm_clock_mhz if c is not None]
-        return {"sm_clock_mhz": statistics.median(clocks) if clocks else None,
-                "sm_clock_min_mhz": min(clocks) if clocks else None,
-                "sm_clock_max_mhz": max(clocks) if clocks else None}
+        return clock_summary(self.sm_clock_mhz)
 
     def to_json(self) -> dict:
         spec = self.spec
@@ -137,3 +133,13 @@ class RunResult:
 # waited for; download: waiting for the outputs' copies; check: the rest of
 # checking and saving the outputs (the copies run meanwhile).
 STAGES = ("init", "upload", "launch", "download", "check")
+
+
+def clock_summary(clocks_mhz) -> dict[str, float | None]:
+    """The SM clock over samples (None where a sample had no probe record): the
+    median, the lowest and the highest, as a result's timing holds them."""
+    import statistics
+    clocks = [c for c in clocks_mhz if c is not None]
+    return {"sm_clock_mhz": statistics.median(clocks) if clocks else None,
+            "sm_clock_min_mhz": min(clocks) if clocks else None,
+            "sm_clock_max_mhz": max(clocks) if clocks else None}

@@ -18,6 +18,7 @@ import statistics
 from ..errors import EXIT_OK
 from ..gpu.stats import Summary
 from ..gpu.timers.noise import median_noise
+from ..pipeline.result import clock_summary
 from ..results.compare import DEFAULT_THRESHOLD
 from ..results.process_noise import spread, too_noisy
 from .outcome import RunRecord
@@ -52,8 +53,7 @@ def pooled_timing(timings: list[dict], keep_samples: bool) -> dict:
     clocks = [c for t in timings for c in t.get("sm_clocks_mhz") or ()]
     medians = [t["median_us"] for t in timings]
     offsets = [t.get("event_offset_us") for t in timings]
-    timing = {**timings[0], **Summary.from_samples(samples).to_json()}
-    known = [c for c in clocks if c is not None]
+    timing = {**timings[0], **Summary.from_samples(samples).to_json(), **clock_summary(clocks)}
     timing.update({
         "median_us": statistics.median(medians),
         "processes": len(timings),
@@ -67,9 +67,6 @@ def pooled_timing(timings: list[dict], keep_samples: bool) -> dict:
         "stopped": "noise" if all(t.get("stopped") == "noise" for t in timings) else "budget",
         "elapsed_s": sum(t.get("elapsed_s") or 0.0 for t in timings),
     })
-    if known:
-        timing.update(sm_clock_mhz=statistics.median(known), sm_clock_min_mhz=min(known),
-                      sm_clock_max_mhz=max(known))
     timing["too_noisy"] = too_noisy(timing, DEFAULT_THRESHOLD)
     if keep_samples:
         timing["samples_us"], timing["sm_clocks_mhz"] = samples, clocks
