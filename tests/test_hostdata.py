@@ -448,3 +448,37 @@ def test_numpy_float_data_does_not_import_ml_dtypes():
             "[finite_range(ELEMENT_TYPES[t]) for t in ('fp16', 'fp32', 'fp64', 'i32')]; "
             "assert 'ml_dtypes' not in sys.modules, 'ml_dtypes imported'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+@pytest.mark.parametrize("dtype, init", [
+    ("fp32", Init("random", seed=3)), ("fp16", Init("random", distribution="normal", seed=4)),
+    ("i32", Init("arange")), ("bf16", Init("random", distribution="normal")),
+    ("u8", Init("random"))])
+def test_inputs_made_ahead_are_the_values_made_in_the_turn(dtype, init):
+    """A worker of `launch --processes` makes its next run's inputs while another
+    process times (InputValues.made, on the background threads): the very same
+    bits as the block-by-block values the turn would make, over several blocks."""
+    buffer = BufferArg("x", T[dtype], (3, 700_001), init)
+    later = hostdata.input_values(buffer)
+    ahead = hostdata.input_values(buffer).made()
+    assert later.blocks > 1
+    assert ahead.whole().tobytes() == later.whole().tobytes()
+    assert ahead.values(5, 9).tobytes() == later.values(5, 9).tobytes()
+
+
+def test_a_memset_input_is_left_a_memset_when_made_ahead():
+    filled = hostdata.input_values(BufferArg("x", T["fp32"], (1 << 20,), Init("ones")))
+    assert filled.made() is filled and filled.pattern is not None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's nice value is Linux's")
+def test_background_threads_run_at_the_lowest_priority():
+    """So a worker getting ready never takes a core from the process timing a kernel."""
+    import os
+    import threading
+
+    from cubinrun.hostdata import threads
+    nice = threads.background_pool().submit(
+        lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())).result()
+    assert nice == threads.LOWEST_PRIORITY
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) != threads.LOWEST_PRIORITY

@@ -95,3 +95,69 @@ def test_pooled_timing_keeps_samples_in_process_order():
     timing = pooled_timing([_record(1.0, [1.0, 1.1]).result["timing"],
                             _record(3.0, [3.0]).result["timing"]], keep_samples=True)
     assert timing["samples_us"] == [1.0, 1.1, 3.0] and timing["processes"] == 2
+
+
+def test_a_run_got_ready_ahead_is_the_one_run_then(device, tmp_path):
+    """A worker gets its next run's host side ready while another process times
+    (Runner.get_ready_ahead): its turn uses what it made, so a spec edited in
+    between does not change the run; what getting ready raised is that run's
+    outcome; a different task than the one made ahead is made afresh."""
+    from cubinrun.errors import EXIT_USAGE
+    from cubinrun.pipeline.result import RunOptions
+    from cubinrun.runs.expand import RunTask
+    from cubinrun.runs.worker import Runner
+    spec = spec_copy(tmp_path, "ahead.yaml", {"expect: x + y": "expect: 0 * x",
+                                              "N: 1048576": "N: 4096"})
+    runner = Runner(0, RunOptions(bench=False, progress=False))
+    try:
+        first, second = RunTask(0, str(spec)), RunTask(1, str(spec))
+        runner.get_ready_ahead(first)
+        text = spec.read_text()
+        spec.write_text(text.replace("expect: 0 * x", "expect: x + y"))   # would fail now
+        assert runner.execute(first).exit_code == EXIT_OK
+        spec.write_text("kernel: [")
+        runner.get_ready_ahead(second)
+        spec.write_text(text)
+        broken = runner.execute(second)
+        assert broken.exit_code == EXIT_USAGE and "ahead.yaml" in broken.error
+        runner.get_ready_ahead(first)
+        assert runner.execute(second).exit_code == EXIT_OK     # not the one made ahead
+    finally:
+        runner.close()
+
+
+def test_workers_get_their_next_run_ready_while_another_takes_its_turn(monkeypatch):
+    """The schedule of `--processes 3` over three runs: every worker but the
+    first is told run 0 before any turn; a worker is told its next run as soon
+    as it hands back this one; turns never overlap (one at a time, in order)."""
+    from cubinrun.runs.expand import RunTask
+    from cubinrun.runs.processes import ProcessesExecutor
+    from cubinrun.runs.worker import Ahead
+    events = []
+
+    class Worker:
+        alive = True
+
+        def __init__(self, k):
+            self.k = k
+
+        def tell(self, message):
+            assert isinstance(message, Ahead)
+            events.append(("ahead", self.k, message.task.index))
+
+    def turn(self, k, task):
+        events.append(("turn", k, task.index))
+        return RunRecord(task, EXIT_OK, result={"timing": {"median_us": 1.0, "samples_us": [1.0]}})
+
+    executor = object.__new__(ProcessesExecutor)
+    executor.processes, executor.options = 3, type("O", (), {"keep_samples": False})()
+    executor.workers = [Worker(k) for k in range(3)]
+    monkeypatch.setattr(ProcessesExecutor, "_run_on", turn)
+    monkeypatch.setattr("cubinrun.runs.processes.pooled", lambda records, keep: records[0])
+    tasks = [RunTask(0, "a.yaml"), RunTask(1, "b.yaml", skipped="N < 4"), RunTask(2, "c.yaml")]
+    assert [r.task.index for r in executor.run(tasks)] == [0, 1, 2]
+    assert events == [
+        ("ahead", 1, 0), ("ahead", 2, 0),
+        ("turn", 0, 0), ("ahead", 0, 2), ("turn", 1, 0), ("ahead", 1, 2),
+        ("turn", 2, 0), ("ahead", 2, 2),
+        ("turn", 0, 2), ("turn", 1, 2), ("turn", 2, 2)]

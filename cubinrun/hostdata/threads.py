@@ -10,6 +10,7 @@ pool runs them in submission order, so waiting on earlier ones is safe).
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -78,6 +79,39 @@ def on_thread(fn: Callable[..., T], *args, name: str = "cubinrun-ahead") -> Futu
 
 def submit(fn: Callable[..., T], *args) -> Future[T]:
     return pool().submit(fn, *args)
+
+
+_background: ThreadPoolExecutor | None = None
+LOWEST_PRIORITY = 19                # nice
+
+
+def background_pool() -> ThreadPoolExecutor:
+    """Threads at the lowest priority, for work done while another process times
+    a kernel on this machine (a worker of `launch --processes` getting its next
+    run ready): the scheduler gives the timing process's thread a core first,
+    so its launches are never held up by ours. Linux sets a thread's nice
+    value on its own; elsewhere the pool is one thread."""
+    global _background
+    with _lock:
+        if _background is None:
+            lowered = hasattr(os, "setpriority") and sys.platform.startswith("linux")
+            _background = ThreadPoolExecutor(
+                worker_count() if lowered else 1, thread_name_prefix="cubinrun-background",
+                initializer=_lowest_priority if lowered else None)
+        return _background
+
+
+def _lowest_priority() -> None:
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOWEST_PRIORITY)
+    except OSError:
+        pass                        # the default priority: slower to yield, still correct
+
+
+def run_all_in_background(tasks: Iterable[Callable[[], T]]) -> list[T]:
+    """run_all on background_pool()."""
+    futures = [background_pool().submit(task) for task in tasks]
+    return gather(futures)
 
 
 def run_all(tasks: Iterable[Callable[[], T]]) -> list[T]:

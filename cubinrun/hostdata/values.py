@@ -80,7 +80,7 @@ from ..dtypes import ElementType
 from ..errors import SpecError, UsageError, shorten
 from ..files import OutputFile, output_problem
 from ..limits import MAX_NPY_HEADER_BYTES
-from .threads import run_all
+from .threads import run_all, run_all_in_background
 from .pcgstream import NormalStream, Stream, uniform
 from ..specfile.model import DEFAULT_UNIFORM, NORMAL_SIGMAS, BufferArg, Init
 from ..specfile.scalars import check_scalar_value
@@ -269,15 +269,30 @@ class InputValues:
             return self._post(self._normal.values(start, stop))
         return self._draw(start, stop)
 
+    @property
+    def nbytes(self) -> int:
+        return self.count * self.host.itemsize
+
+    def made(self) -> InputValues:
+        """The same input with its values made now, on the background threads
+        (a worker getting ready while another process times a kernel:
+        pipeline/session.on_host); a memset's pattern is left as it is."""
+        if self.pattern is not None or self._whole is not None:
+            return self
+        return InputValues(self.buffer, None, whole=self._fill(run_all_in_background))
+
     def whole(self) -> np.ndarray:
         if self._whole is not None:
             return self._whole
+        return self._fill(run_all)
+
+    def _fill(self, run: Callable) -> np.ndarray:
         out = np.empty(self.shape, dtype=self.host)
         flat = out.reshape(-1)
 
         def fill(k: int) -> None:
             flat[k * self.block_size:(k + 1) * self.block_size] = self.block(k)
-        run_all([lambda k=k: fill(k) for k in range(self.blocks)])
+        run([lambda k=k: fill(k) for k in range(self.blocks)])
         return out
 
 

@@ -1,9 +1,11 @@
 """One spec's run on a GPU, the pipeline every run takes: a single launch, a
 sweep, a worker process and a Ray actor alike.
 
-plan_spec (read, plan once, check) -> prepare (binary, launcher) -> ready
+on the host (`on_host`): plan_spec (read, plan once, check) -> inputs ->
+prepare (binary, launcher); then on the device (`run_on_device`): ready
 (kernel loaded, buffers filled) -> launch once and synchronise -> check and
-save outputs -> debug checks -> time -> RunResult.
+save outputs -> debug checks -> time -> RunResult. `run_spec` is both; a
+worker of `launch --processes` does the first while another process times.
 
 A `Session` holds what runs on one device share: a multi-run command keeps
 one per worker, so a sweep loads its binary, module and timing kernels once.
@@ -122,21 +124,71 @@ class Devices(Protocol):
 def run_spec(path: str | Path, overrides: Mapping[str, str], options: RunOptions,
              devices: Devices) -> RunResult:
     """Run the spec at `path` with `overrides` (--set and the sweep point) on the
-    runner's device. The checks' references are made on a thread from the start
-    (gpu/outputs.checkers_ahead), and while CUDA is still starting, the binary
-    and the launcher are made first. Spec errors found anywhere on the way name
-    the spec's file and the field's line."""
+    runner's device: `on_host`, then `run_on_device`. Spec errors found anywhere
+    on the way name the spec's file and the field's line."""
+    return run_on_device(on_host(path, overrides, devices, options.check), options, devices)
+
+
+@dataclass(frozen=True)
+class HostSide:
+    """What a run gets ready without touching the GPU: the plan, its inputs,
+    the checks' references being made, and (when the device was not open, or
+    `ahead`) the binary and launcher."""
+    path: str | Path
+    plan: Plan
+    inputs: "Inputs"
+    checkers: Any               # a Future (gpu/outputs.checkers_ahead) or None
+    prepared: Prepared | None
+
+
+def on_host(path: str | Path, overrides: Mapping[str, str], devices: Devices, check: bool,
+            ahead: bool = False) -> HostSide:
+    """The run's host side: with `check`, the checks' references made on a
+    thread from the start (gpu/outputs.checkers_ahead); while CUDA is still
+    starting, the binary and the launcher made first.
+
+    `ahead`: a worker waiting for its turn on the GPU while another process
+    times (runs/processes.py). The binary and launcher are made in any case,
+    and inputs of at most AHEAD_INPUT_BYTES on this one thread, so the turn is
+    the upload and the GPU's work; the references wait for the turn, since
+    their threads would compete with the process timing now."""
     from ..gpu.buffers import make_inputs
     from ..gpu.outputs import checkers_ahead
     with located(path):
         plan = plan_spec(path, overrides, devices.values)
         began = time.perf_counter()
-        inputs = Inputs(make_inputs(plan), time.perf_counter() - began)
-        checkers = checkers_ahead(plan.spec, inputs.values) if options.check else None
-        early = None if devices.is_open() or needs_device_target(plan.spec) else prepare(plan)
+        values = make_inputs(plan)
+        if ahead and sum(v.nbytes for v in values) <= AHEAD_INPUT_BYTES:
+            values = [v.made() for v in values]
+        inputs = Inputs(values, time.perf_counter() - began)
+        checkers = checkers_ahead(plan.spec, values) if check and not ahead else None
+        if ahead:                   # CUDA opened while the others took their turns
+            session = devices.open_session()
+            prepared = prepare(plan, session.device, load=session.load_binary)
+        elif not devices.is_open() and not needs_device_target(plan.spec):
+            prepared = prepare(plan)
+        else:
+            prepared = None
+    return HostSide(path, plan, inputs, checkers, prepared)
+
+
+# Inputs a worker makes before its turn (on_host's `ahead`): a few processes
+# each hold one run's inputs at once, so large ones are made in the turn.
+AHEAD_INPUT_BYTES = 512 << 20
+
+
+def run_on_device(host: HostSide, options: RunOptions, devices: Devices) -> RunResult:
+    """The run's device side: the kernel loaded, its buffers filled, launched,
+    checked (references made now if `on_host` did not start them) and timed."""
+    from ..gpu.outputs import checkers_ahead
+    plan = host.plan
+    with located(host.path):
+        checkers = host.checkers
+        if options.check and checkers is None:
+            checkers = checkers_ahead(plan.spec, host.inputs.values)
         session = devices.open_session()
-        ready = make_ready(plan, session, inputs, early, checkers, guard=options.guard,
-                           repeat=options.repeat)
+        ready = make_ready(plan, session, host.inputs, host.prepared, checkers,
+                           guard=options.guard, repeat=options.repeat)
         try:
             return _Run(plan.spec, ready, session, options).execute()
         finally:

@@ -91,6 +91,13 @@ class WorkerProcess:
         except OSError:
             pass                    # it has just died: take() reports it against this task
 
+    def tell(self, message) -> None:
+        """A message that has no answer (runs.worker.Ahead)."""
+        try:
+            self.connection.send(message)
+        except OSError:
+            pass                    # it has just died: the next send() reports it
+
     def waitables(self) -> list:
         return [self.connection, self.process.sentinel]
 

@@ -10,6 +10,11 @@ checks the outputs, then to each of the others, which only time it; no two
 workers ever use the GPU at once, so none times another's work. Each spends
 1/N of the run's warm-up and timing budget, so N processes cost the GPU
 what one did, plus each process's set-up.
+
+While one worker has its turn, the others get their next run ready on the
+host (spec, plan, binary, launcher, inputs: runs.worker.Ahead), so a turn is
+the upload and the GPU's work: a worker is told its next run as soon as it
+hands back its record of this one.
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from typing import Iterable, Iterator
 from ..pipeline.session import RunOptions
 from .devices import Placement
 from .executor import ProcessExecutor, Stop, WorkerProcess, _never, forward_sigterm
+from .worker import Ahead
 from .expand import RunTask
 from .outcome import RunRecord
 from .pooling import pooled
@@ -48,6 +54,12 @@ class ProcessesExecutor:
         return WorkerProcess(self.context, self.placement, self.worker_options[k], self.setup)
 
     def run(self, tasks: Iterable[RunTask], stop: Stop = _never) -> Iterator[RunRecord]:
+        tasks = list(tasks)
+        runnable = [t for t in tasks if t.runnable]
+        following = {a.index: b for a, b in zip(runnable, runnable[1:])}
+        if runnable:                        # the first worker gets it ready in its own turn
+            for k in range(1, self.processes):
+                self._ahead(k, runnable[0])
         for task in tasks:
             if not task.runnable:
                 record = RunRecord.not_run(task)
@@ -55,12 +67,21 @@ class ProcessesExecutor:
                 records = []
                 for k in range(self.processes):
                     records.append(self._run_on(k, task))
+                    if task.index in following:
+                        self._ahead(k, following[task.index])
                     if records[-1].exit_code != 0:
                         break               # a failed check or an error: nothing to time
                 record = pooled(records, self.options.keep_samples)
             yield record
             if stop(record):
                 return
+
+    def _ahead(self, k: int, task: RunTask) -> None:
+        """Worker k gets `task` ready while the others take their turns (a worker
+        gone by then is started afresh when the task reaches it)."""
+        worker = self.workers[k]
+        if worker is not None and worker.alive:
+            worker.tell(Ahead(task))
 
     def _run_on(self, k: int, task: RunTask) -> RunRecord:
         """The task on worker k (started afresh if it is gone), waited for."""

@@ -4,9 +4,9 @@ worker process runs (`serve`).
 A Runner owns the device's lifecycle and nothing else: it starts CUDA once
 (on a thread, while the first spec is read), keeps one `pipeline.session.Session`
 for all its tasks and runs each through the one pipeline
-(`pipeline.session.run_spec`), so a sweep reuses its binary, its
-loaded module, the launcher, the stream, the timing kernels and the event
-offset. After a CUDA error the Runner asks the context whether it still
+(`pipeline.session.on_host`, then `run_on_device`), so a sweep reuses its
+binary, its loaded module, the launcher, the stream, the timing kernels and
+the event offset. After a CUDA error the Runner asks the context whether it still
 works: a sticky error (an illegal address, a trap) poisons the context for
 good, so the record says `broken` and whoever owns the Runner replaces it: a
 worker process exits and its executor starts a new one; the in-process
@@ -19,11 +19,12 @@ hook for tests, which install their fake driver there (tests/fakecuda).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from ..gpu import driver
 from ..errors import CubinrunError, CudaError
 from ..pipeline.result import RunOptions
-from ..pipeline.session import Session, run_spec
+from ..pipeline.session import HostSide, Session, on_host, run_on_device
 from ..specfile.device_values import DeviceValues
 from .expand import RunTask
 from .outcome import RunRecord
@@ -53,6 +54,8 @@ class Runner:
             build_helpers_ahead()
         self.session = None
         self._identity: dict | None = None
+        # (task index, its HostSide or what getting it ready raised): get_ready_ahead
+        self._ahead: tuple[int, HostSide | Exception] | None = None
 
     def execute(self, task: RunTask) -> RunRecord:
         started = time.perf_counter()
@@ -87,10 +90,34 @@ class Runner:
                 self._identity["ordinal"] = self.tag["ordinal"]
         return self._identity
 
-    def _run(self, task: RunTask):
+    def _options(self, task: RunTask) -> RunOptions:
         from dataclasses import replace
-        options = replace(self.options, check=False) if task.timing_only else self.options
-        return run_spec(task.spec, task.overrides, options, self)
+        return replace(self.options, check=False) if task.timing_only else self.options
+
+    def _run(self, task: RunTask):
+        options = self._options(task)
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead[0] == task.index:
+            host = ahead[1]
+            if isinstance(host, Exception):
+                raise host                  # reported as if it had been raised now
+        else:
+            host = on_host(task.spec, task.overrides, self, options.check)
+        return run_on_device(host, options, self)
+
+    def get_ready_ahead(self, task: RunTask) -> None:
+        """The task's host side, made now for the execute() that follows (another
+        process is timing meanwhile); an error it raises is raised there."""
+        self._ahead = None                  # one held at a time
+        if not task.runnable:
+            return
+        try:
+            host = on_host(task.spec, task.overrides, self, self._options(task).check,
+                           ahead=True)
+        except Exception as error:          # noqa: BLE001 - raised again by execute()
+            self._ahead = (task.index, error)
+        else:
+            self._ahead = (task.index, host)
 
     # The pipeline's Devices: the values a spec may name, and the session.
     @property
@@ -158,6 +185,13 @@ class Runner:
             self.session = None
 
 
+@dataclass(frozen=True)
+class Ahead:
+    """Sent to a worker: get this task's host side ready now (Runner.get_ready_ahead);
+    no record comes back. The task itself follows."""
+    task: RunTask
+
+
 def serve(connection, ordinal: int, options: RunOptions, setup: str | None = None,
           tag: dict | None = None) -> None:
     """A worker process: run the tasks it is sent (None ends it), send back records.
@@ -181,6 +215,9 @@ def serve(connection, ordinal: int, options: RunOptions, setup: str | None = Non
                 break
             if task is None:
                 break
+            if isinstance(task, Ahead):
+                runner.get_ready_ahead(task.task)
+                continue
             record = runner.execute(task)
             try:
                 connection.send(record.portable())
