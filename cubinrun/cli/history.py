@@ -95,7 +95,7 @@ def _branch(engine, branch: str | None) -> str:
 def _verdicts(engine, branch: str, since: str | None, threshold: float, match: str | None):
     """The series' verdicts from the commit `since` (default: the newest) on."""
     from ..history import store
-    from ..history.check import judge
+    from ..history.check import judge_all
     series = store.read_series(engine, branch, match)
     if not series:
         raise UsageError(f"--match {match}: no series on {branch} has it in its name")
@@ -108,7 +108,7 @@ def _verdicts(engine, branch: str, since: str | None, threshold: float, match: s
             raise UsageError(f"--since {since}: {'no' if not found else 'more than one'} "
                              f"commit on {branch} starts so")
         since = found[0]
-    return since, [judge(s, dates[since], threshold) for s in series]
+    return since, judge_all(series, dates[since], threshold)
 
 
 match_option = click.option("--match", metavar="TEXT",

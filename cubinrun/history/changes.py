@@ -15,7 +15,10 @@ Before PELT each point is pulled to within CLIP noise units of its
 neighbours' median, so that one process that ran slow as a whole (it
 happens) is not two change points. Each change PELT proposes is then kept only
 if the levels either side differ by Z_MIN standard errors, computed from the
-points' noise.
+points' noise or a side's own spread, whichever is larger.
+
+A run's process adds one shift to every kernel it times; history/
+process_shift.py takes it off, from the commit's other series, before this.
 """
 from __future__ import annotations
 
@@ -111,6 +114,14 @@ def _significant(y: np.ndarray, sigma: np.ndarray, bounds: list[int],
 
 
 def _score(y: np.ndarray, sigma: np.ndarray, a: int, b: int, c: int) -> float:
-    """How many standard errors apart the means of y[a:b] and y[b:c] are."""
-    error = math.sqrt(np.mean(sigma[a:b] ** 2) / (b - a) + np.mean(sigma[b:c] ** 2) / (c - b))
+    """How many standard errors apart the means of y[a:b] and y[b:c] are,
+    each side's error from its points' noise or, from 3 points on, from its
+    own spread where that is larger (Welch's test): a few slow processes
+    close together make a short side of mixed points, not a new level."""
+    def variance_of_mean(start: int, end: int) -> float:
+        variance = float(np.mean(sigma[start:end] ** 2))
+        if end - start >= 3:
+            variance = max(variance, float(np.var(y[start:end], ddof=1)))
+        return variance / (end - start)
+    error = math.sqrt(variance_of_mean(a, b) + variance_of_mean(b, c))
     return abs(float(np.mean(y[b:c]) - np.mean(y[a:b]))) / error

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, field
 
+from . import process_shift
 from .changes import find_changes
 from .store import Series
 
@@ -65,38 +66,56 @@ class Verdict:
                 "regressions": [step.to_json() for step in self.regressions]}
 
 
-def steps_of(series: Series, before: datetime.datetime | None = None) -> list[Step]:
+def judge_all(series: list[Series], since: datetime.datetime, threshold: float) -> list[Verdict]:
+    """Every series' verdict, each commit's points less the shift its process
+    added to all the kernels it timed (process_shift.py; by device)."""
+    by_device: dict[str, list[Series]] = {}
+    for one in series:
+        by_device.setdefault(one.device, []).append(one)
+    corrected: dict[str, dict[str, float] | None] = {}
+    for group in by_device.values():
+        medians = [{p.commit: p.median_us for p in one.points if p.median_us} for one in group]
+        corrected.update(zip((one.key for one in group), process_shift.corrected(medians)))
+    return [judge(one, since, threshold, corrected[one.key]) for one in series]
+
+
+def steps_of(series: Series, before: datetime.datetime | None = None,
+             corrected: dict[str, float] | None = None) -> list[Step]:
     """The change points of a series' timed points (those dated before
-    `before` only, when given)."""
+    `before` only, when given), found in its `corrected` medians (µs by
+    commit) where given."""
     timed = [p for p in series.points if p.median_us and (before is None or p.date < before)]
-    found = find_changes([p.median_us for p in timed], [p.noise for p in timed])
+    values = [(corrected or {}).get(p.commit, p.median_us) for p in timed]
+    found = find_changes(values, [p.noise for p in timed])
     return [Step(timed[c.index - 1].commit, timed[c.index].commit, timed[c.index].date,
                  c.before, c.after, c.z) for c in found]
 
 
-def judge(series: Series, since: datetime.datetime, threshold: float) -> Verdict:
+def judge(series: Series, since: datetime.datetime, threshold: float,
+          corrected: dict[str, float] | None = None) -> Verdict:
     """The series' verdict. A regression is a step up beyond the threshold
     that is still the series' level now (a step later undone is history) and
     that is new since the commit dated `since`: it begins there or later, or
     it began a few commits earlier and only the commits from `since` on made
     it certain (a noisy kernel's step needs several commits to stand out, and
     a gate on each push must fail at the first push that shows it)."""
-    steps = steps_of(series)
+    steps = steps_of(series, corrected=corrected)
     regressions = []
     if steps and steps[-1].ratio > 1 + threshold:
         last = steps[-1]
-        if last.date >= since or not _seen_before(series, last, since):
+        if last.date >= since or not _seen_before(series, last, since, corrected):
             regressions.append(last)
     return Verdict(series, steps, regressions)
 
 
-def _seen_before(series: Series, step: Step, since: datetime.datetime) -> bool:
+def _seen_before(series: Series, step: Step, since: datetime.datetime,
+                 corrected: dict[str, float] | None) -> bool:
     """Whether the series up to `since` already showed this slowdown (a step
     up beginning within a commit of it)."""
     commits = [p.commit for p in series.points]
     at = commits.index(step.commit)
     return any(abs(commits.index(earlier.commit) - at) <= 1 and earlier.ratio > 1
-               for earlier in steps_of(series, since))
+               for earlier in steps_of(series, since, corrected))
 
 
 def markdown(verdicts: list[Verdict], branch: str, since_commit: str, threshold: float,
