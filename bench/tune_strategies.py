@@ -128,7 +128,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("spec", nargs="?")
     parser.add_argument("results", nargs="?")
-    parser.add_argument("--landscapes", default="reduction,waves,matmul")
+    parser.add_argument("--landscapes", default="reduction,waves,matmul,stride,convolution")
     parser.add_argument("--strategies", default="random,tpe,cmaes,tpe-local")
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--max-evals", type=int, default=60)

@@ -157,6 +157,7 @@ def test_the_default_strategy_finds_the_best_within_60_evaluations(tmp_path):
 
 
 def test_a_local_step_is_an_unseen_valid_neighbour_of_the_best(smooth):
+    """Before the best stalls: every step is one of its unseen valid neighbours."""
     import random
     from cubinrun.tune.evaluate import OBJECTIVES, Evaluation
     from cubinrun.tune.local import local_step
@@ -178,6 +179,61 @@ def test_a_local_step_is_an_unseen_valid_neighbour_of_the_best(smooth):
     everything = {key(p): Evaluation(p, "ok", value=1.0) for p in space.valid}
     assert local_step(space, everything, lambda k: k not in everything, OBJECTIVES["time"],
                       rng) is None
+
+
+def test_a_stalled_local_search_steps_from_the_runners_up_in_turn(smooth, monkeypatch):
+    """While the best improves, the steps are its neighbours; after STALL
+    evaluations without a new best, the second best's, then the third's (the
+    top 3 here), then the best's again; a base whose neighbours are all known
+    passes its turn on."""
+    import random
+    from cubinrun.tune import local
+    from cubinrun.tune.evaluate import OBJECTIVES, Evaluation
+    from cubinrun.tune.space import key, load_space
+    spec, _ = smooth
+    space = load_space(str(spec), {})
+    time_ = OBJECTIVES["time"]
+    monkeypatch.setattr(local, "TOP_K", 3)
+    top = [{"BX": 64, "TILE": 4}, {"BX": 8, "TILE": 8}, {"BX": 1024, "TILE": 1}]
+    known = {key(p): Evaluation(p, "ok", value=v) for p, v in zip(top, (1.0, 2.0, 3.0))}
+    rng = random.Random(0)
+
+    def base_of_steps() -> set[str]:
+        """Those of the top points (and a new best) that each of 30 steps is an
+        unseen neighbour of: the base (two of them share two neighbours, never 30)."""
+        steps = [local.local_step(space, known, lambda k: k not in known, time_, rng)
+                 for _ in range(30)]
+        assert all(key(step) not in known for step in steps)
+        points = top + [{"BX": 32, "TILE": 5}]
+        return {key(p) for p in points
+                if all(sum(step[a] != p[a] for a in p) == 1 for step in steps)}
+
+    def add_worse(count: int) -> None:
+        for p in [p for p in space.valid if key(p) not in known][:count]:
+            known[key(p)] = Evaluation(p, "ok", value=10.0)
+
+    assert local.stalled(known, time_) == 2             # the best came first
+    assert base_of_steps() == {key(top[0])}
+    add_worse(local.STALL - 3)                          # not yet stalled long enough
+    assert base_of_steps() == {key(top[0])}
+    add_worse(1)
+    assert local.stalled(known, time_) == local.STALL
+    assert base_of_steps() == {key(top[1])}
+    add_worse(local.STALL)
+    assert base_of_steps() == {key(top[2])}
+    add_worse(local.STALL)
+    assert base_of_steps() == {key(top[0])}             # round again
+    # the best's neighbours all known (measured before it: the stall is the
+    # same): its turn goes to the next base
+    stall = local.stalled(known, time_)
+    known = {**{key(p): Evaluation(p, "ok", value=10.0)
+                for p in local.neighbours(space, top[0], lambda k: k not in known)}, **known}
+    assert local.stalled(known, time_) == stall
+    assert base_of_steps() == {key(top[1])}
+    # a new best: its neighbours again, and the count starts over
+    known[key({"BX": 32, "TILE": 5})] = Evaluation({"BX": 32, "TILE": 5}, "ok", value=0.5)
+    assert local.stalled(known, time_) == 0
+    assert base_of_steps() == {key({"BX": 32, "TILE": 5})}
 
 
 def test_failed_configurations_are_recorded_and_never_win(tmp_path, capsys):

@@ -14,6 +14,18 @@
   configuration. Few configurations are within 1% of the best and many
   within 2%, as on the H200 (random search: a median of 124 evaluations to
   within 1%, 8 to within 2%).
+- `stride`: the reduction's space over a smaller input (2^22 floats): each
+  thread's grid-stride loop runs only a few times, so a partial last trip
+  (the step does not divide the input) and a partial last wave of blocks
+  both cost, and the best points sit where the two line up, elsewhere in
+  the space than the others' best.
+- `convolution`: a 2D convolution's 5 axes (shaped like Kernel Tuner's
+  convolution example: a 17x17 filter over a 4096^2 image, each block
+  staging its tile and halo in shared memory): the halo's share falls with
+  larger tiles, the shared memory a block takes bounds how many an SM holds,
+  and without padding the shared tile's rows conflict in the banks for some
+  widths; a tenth of the points fail (too many threads or registers, too
+  much shared memory).
 """
 from __future__ import annotations
 
@@ -86,6 +98,77 @@ def waves_time(point: dict) -> float:
     return (stream + blocks * 0.002 + tree) * _jitter(point, 0.004)
 
 
+STRIDE_N = 2 ** 22
+
+
+def stride_time(point: dict) -> float:
+    """The reduction over 2^22 floats (16 MB): the waves model, where each
+    thread's loop trips ceil(n / step) times over a step of num_blocks x
+    block_size_x vectors, so the last trip runs partly empty, and a thread's
+    first load, which nothing hides, counts for a few trips more."""
+    block, blocks, vector = point["block_size_x"], point["num_blocks"], point["vector"]
+    slots = SMS * min(32, 2048 // block)
+    resident = min(blocks, slots)
+    efficiency = 1 - math.exp(-resident * block * vector / 120_000)
+    tail = math.ceil(blocks / slots) * slots / blocks
+    step = blocks * block
+    trips = STRIDE_N / vector / step
+    stream = STRIDE_N * 4 / (4.0e12 * 0.93 * efficiency) * 1e6 * tail ** 0.25 \
+        * (math.ceil(trips) + 1.5) / (trips + 1.5)            # the partial last trip
+    tree = math.log2(block) * (0.35 if point["use_shuffle"] else 0.9)
+    return (stream + 1.5 + blocks * 0.002 + tree) * _jitter(point, 0.004)
+
+
+CONVOLUTION_AXES = {"block_size_x": [16, 32, 48, 64, 96, 128], "block_size_y": [1, 2, 4, 8, 16],
+                    "tile_size_x": [1, 2, 4], "tile_size_y": [1, 2, 4, 8], "use_padding": [0, 1]}
+HALO = 16                   # a 17x17 filter
+
+
+def _convolution_block(point: dict) -> tuple[int, int, int]:
+    """(threads, registers a thread, shared bytes) of a convolution block."""
+    bx, by = point["block_size_x"], point["block_size_y"]
+    tx, ty = point["tile_size_x"], point["tile_size_y"]
+    width = bx * tx + HALO + (1 if point["use_padding"] else 0)
+    registers = 30 + tx * ty + tx * (ty + HALO) // 2
+    return bx * by, registers, width * (by * ty + HALO) * 4
+
+
+def convolution_fails(point: dict) -> str | None:
+    threads, registers, shared = _convolution_block(point)
+    if threads < 32 or threads > 1024:
+        return "invalid"
+    if registers > 255 or threads * registers > 65536:
+        return "invalid"
+    return "build error" if shared > 48 * 1024 else None
+
+
+def convolution_time(point: dict) -> float:
+    """Microseconds for a 17x17 filter over a 4096^2 fp32 image: bound by the
+    shared-memory loads (a thread keeps a column of its tile's input in
+    registers, so a taller tile loads less a result), hidden by the warps an
+    SM holds; the halo adds loads from memory; without padding, a warp whose
+    threads span rows whose width is a multiple of 32 words reads one bank."""
+    bx, by = point["block_size_x"], point["block_size_y"]
+    tx, ty = point["tile_size_x"], point["tile_size_y"]
+    threads, registers, shared = _convolution_block(point)
+    per_sm = max(1, min(32, 2048 // threads, 65536 // (threads * registers),
+                        228 * 1024 // (shared + 1024)))      # 1: one that fails
+    warps = per_sm * threads / 32
+    hidden = 1 - math.exp(-warps * min(tx * ty, 4) / 24)
+    loads = 17 * (ty + HALO) / ty                           # shared loads a result
+    width = bx * tx + HALO + (1 if point["use_padding"] else 0)
+    rows_in_warp = max(1, 32 // bx)
+    conflict = math.gcd(width, 32) if rows_in_warp > 1 else 1
+    conflict = min(conflict, rows_in_warp)
+    shared_s = 4096 ** 2 * loads * conflict / (SMS * 32 * 1.98e9 * hidden)
+    halo = (bx * tx + HALO) * (by * ty + HALO) / (bx * tx * by * ty)
+    memory_s = 4096 ** 2 * 4 * (1 + halo) / 4.0e12
+    blocks = math.ceil(4096 / (bx * tx)) * math.ceil(4096 / (by * ty))
+    waves = blocks / (SMS * per_sm)
+    tail = math.ceil(waves) / waves
+    return (max(shared_s, memory_s) * 1e6 * tail ** 0.5 + 3) * _jitter(point, 0.004)
+
+
 MATMUL_AXES = {"block_size_x": [16, 32, 64, 128], "block_size_y": [1, 2, 4, 8, 16, 32],
                "tile_size_x": [1, 2, 4, 8], "tile_size_y": [1, 2, 4, 8]}
 
@@ -123,8 +206,10 @@ def smooth_time(point: dict) -> float:
 LANDSCAPES = {"reduction": (REDUCTION_AXES, reduction_time, "sum_floats"),
               "waves": (REDUCTION_AXES, waves_time, "sum_floats"),
               "matmul": (MATMUL_AXES, matmul_time, "matmul"),
+              "stride": (REDUCTION_AXES, stride_time, "sum_floats"),
+              "convolution": (CONVOLUTION_AXES, convolution_time, "convolution"),
               "smooth": (SMOOTH_AXES, smooth_time, "mm")}
-FAILS = {"matmul": matmul_fails}         # landscapes where some configurations fail
+FAILS = {"matmul": matmul_fails, "convolution": convolution_fails}         # landscapes where some configurations fail
 
 
 def write(folder: Path, kind: str = "smooth", device: str = "Fake H200",

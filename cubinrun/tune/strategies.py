@@ -4,7 +4,7 @@
 seeded random order) choose points themselves; the model-based ones are
 Optuna's samplers: `tpe` (tree-structured Parzen estimator), `tpe-local`
 (the default: TPE, with every other configuration a local step from the
-best so far, local.py), `cmaes`
+best so far, or from a runner-up while the best stalls, local.py), `cmaes`
 (CMA-ES over the axes' value indexes; a string axis is sampled independently,
 since CMA-ES has no categories) and `gp` (Gaussian process; Optuna needs
 PyTorch for it). Optuna is the `tune` extra and is imported only when a tune
@@ -17,7 +17,7 @@ from ..errors import UsageError
 STRATEGIES = ("brute", "random", "tpe-local", "tpe", "cmaes", "gp")
 DEFAULT = "tpe-local"       # the best within 60 evaluations, replayed (docs/tune.md)
 OWN_ORDER = ("brute", "random")         # these pick points themselves, no sampler model
-LOCAL_STEPS = ("tpe-local",)            # every other point a neighbour of the best (local.py)
+LOCAL_STEPS = ("tpe-local",)            # every other point a neighbour of a top one (local.py)
 LEARNS_CONSTRAINTS = ("tpe", "tpe-local", "gp")     # told a failure as an infeasible trial
 
 
