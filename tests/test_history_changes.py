@@ -164,3 +164,9 @@ def test_history_check_takes_each_commits_shift_off_per_device():
                                                 for s in verdict.regressions)
         assert all(v.steps == [] for v in verdicts[1:-1])
     assert found["H200"] == 6 and found["elsewhere"] <= 5
+
+
+def test_a_slow_first_process_is_not_a_change():
+    values = series(8, 150, 0.003)
+    values[0] *= 1.15
+    assert find_changes(values) == []
