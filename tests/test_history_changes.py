@@ -170,3 +170,14 @@ def test_a_slow_first_process_is_not_a_change():
     values = series(8, 150, 0.003)
     values[0] *= 1.15
     assert find_changes(values) == []
+
+
+def test_a_series_without_times_neither_takes_nor_gives():
+    import warnings
+    from cubinrun.history.process_shift import corrected
+    values = [by_commit(v) for v in suite(15, 120, LEVELS)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                  # no all-NaN medians
+        fixed = corrected([{}, dict(list(values[0].items())[:2]), *values])
+    assert fixed[:2] == [None, None] and all(f is not None for f in fixed[2:8])
+    assert fixed[2:] == corrected(values)

@@ -2,7 +2,7 @@
 commit's points before change points are looked for.
 
 Measured on an H200 (32 fresh processes of a 9-kernel suite, the files
-bench/results/verdicts_h200_*.json; bench/history_real_noise.py --stored): a
+bench/results/verdicts_h200_*.json; bench/history_stored_noise.py): a
 process's medians sit above or below the other processes' by one amount in
 µs for every kernel it times (0.059 µs SD between processes), while what is
 each kernel's own differs by about 0.02 µs. For a 1.3 µs kernel the shared
@@ -37,8 +37,16 @@ def corrected(series: Sequence[dict[str, float]]) -> list[dict[str, float] | Non
     """For each series (its medians in µs by commit, in commit order, all of
     one device), its medians less each commit's process shift, or None where
     the correction would not make the series steadier."""
-    if len(series) <= MIN_OTHERS:
-        return [None] * len(series)
+    out: list[dict[str, float] | None] = [None] * len(series)
+    # a series with too few times (its runs failed) neither takes nor gives
+    rows = [i for i, one in enumerate(series) if len(one) >= 3]
+    if len(rows) > MIN_OTHERS:
+        for i, fixed in zip(rows, _corrected([series[i] for i in rows])):
+            out[i] = fixed
+    return out
+
+
+def _corrected(series: Sequence[dict[str, float]]) -> list[dict[str, float] | None]:
     commits = list(dict.fromkeys(c for one in series for c in one))
     column = {c: i for i, c in enumerate(commits)}
     residuals = np.full((len(series), len(commits)), np.nan)
@@ -51,7 +59,7 @@ def corrected(series: Sequence[dict[str, float]]) -> list[dict[str, float] | Non
         shift = _shift_without(residuals, weights, row)
         values = np.fromiter(one.values(), float, len(one))
         taken = values - np.nan_to_num(shift[[column[c] for c in one]])
-        if len(values) >= 3 and np.all(taken > 0) and \
+        if np.all(taken > 0) and \
                 series_noise(np.log(taken)) < KEEP_BELOW * series_noise(np.log(values)):
             out.append(dict(zip(one, map(float, taken))))
         else:
