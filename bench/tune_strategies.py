@@ -11,7 +11,9 @@ The synthetic landscapes are tests/tunelandscape.py's: `reduction` is shaped
 like Kernel Tuner's reduction example over its own 792 points on the H200,
 where random search needs a median of 124 evaluations (p90 344) to come
 within 1%; `waves` is the same space made rugged by partial waves of blocks;
-`matmul` a tiled matmul's space with failing configurations and a cliff.
+`matmul` a tiled matmul's space with failing configurations and a cliff;
+`stride` and `convolution` are described there. The strategies are all but
+Optuna's `gp` (it needs PyTorch).
 Storage is in memory here: the search is what is measured, not the database.
 `--plot` draws the best so far against evaluations (median and the 10-90%
 band over seeds), one panel per landscape, one line per strategy.
@@ -129,7 +131,7 @@ def main() -> None:
     parser.add_argument("spec", nargs="?")
     parser.add_argument("results", nargs="?")
     parser.add_argument("--landscapes", default="reduction,waves,matmul,stride,convolution")
-    parser.add_argument("--strategies", default="random,tpe,cmaes,tpe-local")
+    parser.add_argument("--strategies", default="random,tpe,cmaes,tpe-local,bo,bo-local")
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--max-evals", type=int, default=60)
     parser.add_argument("--plot", metavar="PNG")

@@ -63,8 +63,9 @@ class _TuneCommand(click.Command):
 @click.option("--constraint", "constraints", multiple=True, metavar="EXPR",
               help="A point is searched only where EXPR holds (repeatable).")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default=DEFAULT, show_default=True,
-              help="brute: every valid point; random; tpe-local: TPE with local steps from "
-              "the best; tpe, cmaes, gp: Optuna's model-based samplers.")
+              help="brute: every valid point; random; bo: Bayesian optimisation (a Gaussian "
+              "process); bo-local, tpe-local: bo or TPE with local steps from the best; "
+              "tpe, cmaes, gp: Optuna's model-based samplers.")
 @click.option("--max-evals", type=click.IntRange(1), default=None, metavar="N",
               help="Stop once N configurations are known (measured now or before).")
 @click.option("--time-limit", type=click.FloatRange(0, min_open=True), default=None,

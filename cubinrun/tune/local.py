@@ -1,5 +1,6 @@
-"""The default strategy's local steps (`tpe-local`): every other configuration
-is an unseen neighbour of one of the best so far, the rest are TPE's.
+"""The local steps of `tpe-local` and `bo-local`: every other configuration
+is an unseen neighbour of one of the best so far, the rest are TPE's (or the
+Gaussian process's, gaussian.py).
 
 TPE models the whole space and finds the good region within a few dozen
 evaluations, but near the best it keeps sampling around it rather than
@@ -23,7 +24,7 @@ runner-up (a block size doubled is one step, halving the block count to
 keep one full wave another). This is iterated local search's restart, made
 cheap: a runner-up is already measured, so moving there costs nothing. A
 base whose neighbours are all known passes the step to the next one; when
-all TOP_K are exhausted TPE proposes.
+all TOP_K are exhausted the model proposes.
 
 Replayed on five landscapes of different shapes (docs/tune.md), this came
 within 1% of the best in 60 evaluations for more seeds than TPE, CMA-ES,
@@ -59,7 +60,8 @@ def local_step(space: TuneSpace, known: dict[str, Evaluation], free, objective: 
                rng: random.Random) -> Point | None:
     """An unseen valid neighbour (`free(key)` says unseen) of the base: the best
     passing configuration known, or, once the best has stalled, the next of the
-    top TOP_K in turn (bases); None when none of them has one (TPE then proposes)."""
+    top TOP_K in turn (bases); None when none of them has one (the model then
+    proposes)."""
     top = ranked(known, objective)[:TOP_K]
     if not top:
         return None

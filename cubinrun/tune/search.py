@@ -36,7 +36,7 @@ from .evaluate import Evaluation, Objective
 from .space import Point, TuneSpace, key
 from .store import measured_with, read_stored, record
 from .local import is_local_turn, local_step
-from .strategies import LEARNS_CONSTRAINTS, LOCAL_STEPS, OWN_ORDER
+from .strategies import CHOOSERS, LEARNS_CONSTRAINTS, LOCAL_STEPS, OWN_ORDER
 
 MAX_MISSES = 10         # proposals in a row that are invalid or known before a random pick
 
@@ -75,6 +75,10 @@ class Search:
         if strategy == "random":
             self.rng.shuffle(self.order)
         self.distributions = space.distributions()
+        self.chooser = None
+        if strategy in CHOOSERS:
+            from .gaussian import BayesOpt
+            self.chooser = BayesOpt(space, objective, seed)
         self.evaluations: list[Evaluation] = []     # this process's, in order
         self.known: dict[str, Evaluation] = {}      # the study's, by point key
         self.claimed: set[str] = set()
@@ -226,6 +230,8 @@ class Search:
                               self.objective, self.rng)
             if step is not None:
                 return self._chosen(step)
+        if self.chooser is not None:
+            return self._chosen(self.chooser.next(self.known, lambda k: self._free(k, taken)))
         misses = 0
         while misses < MAX_MISSES:
             trial = self.study.ask(self.distributions)

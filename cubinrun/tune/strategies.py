@@ -1,23 +1,27 @@
 """The search strategies: which configuration to measure next.
 
 `brute` (every valid point in sweep order) and `random` (valid points in a
-seeded random order) choose points themselves; the model-based ones are
-Optuna's samplers: `tpe` (tree-structured Parzen estimator), `tpe-local`
-(the default: TPE, with every other configuration a local step from the
-best so far, or from a runner-up while the best stalls, local.py), `cmaes`
-(CMA-ES over the axes' value indexes; a string axis is sampled independently,
-since CMA-ES has no categories) and `gp` (Gaussian process; Optuna needs
-PyTorch for it). Optuna is the `tune` extra and is imported only when a tune
-runs, so start-up does not pay for it.
+seeded random order) choose points themselves, and so does `bo` (Bayesian
+optimisation: a Gaussian process over the enumerated valid points, each
+proposal the one of the highest expected improvement, gaussian.py);
+`bo-local` (the default) is `bo` with every other configuration a local step
+from the best so far, or from a runner-up while the best stalls (local.py).
+The others are Optuna's samplers: `tpe` (tree-structured Parzen estimator),
+`tpe-local` (TPE with the local steps), `cmaes` (CMA-ES over the axes' value
+indexes; a string axis is sampled independently, since CMA-ES has no
+categories) and `gp` (Optuna's Gaussian process; it needs PyTorch). Optuna
+is the `tune` extra and is imported only when a tune runs, so start-up does
+not pay for it.
 """
 from __future__ import annotations
 
 from ..errors import UsageError
 
-STRATEGIES = ("brute", "random", "tpe-local", "tpe", "cmaes", "gp")
-DEFAULT = "tpe-local"       # the best within 60 evaluations, replayed (docs/tune.md)
+STRATEGIES = ("brute", "random", "bo-local", "bo", "tpe-local", "tpe", "cmaes", "gp")
+DEFAULT = "bo-local"        # the best within 60 evaluations, replayed (docs/tune.md)
 OWN_ORDER = ("brute", "random")         # these pick points themselves, no sampler model
-LOCAL_STEPS = ("tpe-local",)            # every other point a neighbour of a top one (local.py)
+CHOOSERS = ("bo", "bo-local")          # these too, from a model of their own (gaussian.py)
+LOCAL_STEPS = ("tpe-local", "bo-local")  # every other point a neighbour of a top one (local.py)
 LEARNS_CONSTRAINTS = ("tpe", "tpe-local", "gp")     # told a failure as an infeasible trial
 
 
@@ -91,7 +95,7 @@ def steered(base):
 
 
 def _sampler(samplers, strategy: str, seed: int | None):
-    if strategy in OWN_ORDER:
+    if strategy in OWN_ORDER + CHOOSERS:
         return samplers.RandomSampler(seed=seed)     # never asked: the search chooses
     if strategy in ("tpe", "tpe-local"):
         # multivariate: the axes of a kernel interact (block x tile); startup as
