@@ -144,3 +144,32 @@ def test_maximising_it_seeks_the_largest_value(smooth):
     rows, y = bo._observed(known)
     assert [bo.keys[r] for r in rows] == [key(p) for p in space.valid[:4]]
     assert min(y) == -math.log(40.0) and y[3] == max(y) == -math.log(10.0)
+
+
+def test_past_fit_until_the_model_is_refreshed_only_now_and_then(smooth, monkeypatch):
+    """A tune with no --max-evals runs through the whole space: past FIT_UNTIL
+    known points the hyperparameters stay, and the GP is conditioned afresh
+    only every max(REFRESH, n/4) new points, while every point is still
+    proposed once."""
+    from cubinrun.tune import gaussian
+    from cubinrun.tune.evaluate import OBJECTIVES
+    from cubinrun.tune.space import key
+    monkeypatch.setattr(gaussian, "FIT_UNTIL", 15)
+    monkeypatch.setattr(gaussian, "REFRESH", 8)
+    built = []
+    real = gaussian.GaussianProcess
+
+    def counted(x, y, rng, start=None, fit=True):
+        built.append((len(y), fit))
+        return real(x, y, rng, start, fit)
+
+    monkeypatch.setattr(gaussian, "GaussianProcess", counted)
+    space = smooth_space(smooth[0])
+    bo = gaussian.BayesOpt(space, OBJECTIVES["time"], seed=2)
+    known: dict = {}
+    while (point := bo.next(known, lambda k: k not in known)) is not None:
+        assert key(point) not in known
+        known.update(measured([point]))
+    assert len(known) == len(space.valid) == 64
+    assert [n for n, fit in built if fit] == list(range(10, 16))     # each proposal to 15
+    assert [n for n, fit in built if not fit] == [23, 31, 39, 48, 60]      # +8, +8, +8, +9, +12
