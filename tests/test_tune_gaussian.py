@@ -173,3 +173,39 @@ def test_past_fit_until_the_model_is_refreshed_only_now_and_then(smooth, monkeyp
     assert len(known) == len(space.valid) == 64
     assert [n for n, fit in built if fit] == list(range(10, 16))     # each proposal to 15
     assert [n for n, fit in built if not fit] == [23, 31, 39, 48, 60]      # +8, +8, +8, +9, +12
+
+
+def test_a_large_space_is_scored_in_chunks_by_a_gp_of_the_best_points(smooth, monkeypatch):
+    from cubinrun.tune import gaussian
+    from cubinrun.tune.evaluate import OBJECTIVES
+    from cubinrun.tune.space import key
+    space = smooth_space(smooth[0])
+    points = list(space.valid)
+    y = np.log([tunelandscape.smooth_time(p) for p in points[:30]])
+    gp = gaussian.GaussianProcess(gaussian.features(space, points[:30]), y,
+                                  np.random.default_rng(0))
+    whole = gp.predict(gaussian.features(space, points))
+    monkeypatch.setattr(gaussian, "CHUNK", 7)
+    chunked = gp.predict(gaussian.features(space, points))
+    assert np.allclose(whole[0], chunked[0]) and np.allclose(whole[1], chunked[1])
+    # past MAX_TRAIN known points the GP is conditioned on the best of them
+    monkeypatch.setattr(gaussian, "MAX_TRAIN", 20)
+    monkeypatch.setattr(gaussian, "FIT_UNTIL", 15)
+    trained = []
+    real = gaussian.GaussianProcess
+
+    def counted(x, y, rng, start=None, fit=True):
+        trained.append((len(known), sorted(y)))
+        return real(x, y, rng, start, fit)
+
+    monkeypatch.setattr(gaussian, "GaussianProcess", counted)
+    bo = gaussian.BayesOpt(space, OBJECTIVES["time"], seed=3)
+    known: dict = {}
+    while (point := bo.next(known, lambda k: k not in known)) is not None:
+        known.update(measured([point]))
+    assert len(known) == 64 and max(len(t) for _, t in trained) == 20
+    count, last = trained[-1]
+    assert count > 20
+    then = sorted(math.log(e.value) for e in list(known.values())[:count])
+    assert last == pytest.approx(then[:20])         # the best 20 of those known then
+    assert key(min(points, key=tunelandscape.smooth_time)) in known
