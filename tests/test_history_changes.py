@@ -181,3 +181,20 @@ def test_a_series_without_times_neither_takes_nor_gives():
         fixed = corrected([{}, dict(list(values[0].items())[:2]), *values])
     assert fixed[:2] == [None, None] and all(f is not None for f in fixed[2:8])
     assert fixed[2:] == corrected(values)
+
+
+def test_one_series_is_judged_with_the_shift_every_series_tells():
+    import datetime
+    from cubinrun.history.check import judge_all
+    from cubinrun.history.store import Point, Series
+    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    values = suite(3, 200, LEVELS, steps={0: [(120, 1.05)]})
+    series = [Series(f"s{i}", f"k{i}.yaml", f"k{i}", {}, "H200",
+                     [Point(f"c{n:04d}", start + datetime.timedelta(hours=n), float(v), None,
+                            None, None, None, False, 1) for n, v in enumerate(one)])
+              for i, one in enumerate(values)]
+    since = series[0].points[120].date
+    [alone] = judge_all(series, since, 0.03, only=series[:1])      # `history check --match k0`
+    assert [s.to_json() for s in alone.steps] == \
+        [s.to_json() for s in judge_all(series, since, 0.03)[0].steps]
+    assert [int(s.commit[1:]) for s in alone.regressions] == pytest.approx([120], abs=1)

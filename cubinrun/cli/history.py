@@ -96,7 +96,9 @@ def _verdicts(engine, branch: str, since: str | None, threshold: float, match: s
     """The series' verdicts from the commit `since` (default: the newest) on."""
     from ..history import store
     from ..history.check import judge_all
-    series = store.read_series(engine, branch, match)
+    # every series of the branch tells each commit's process shift, --match or not
+    every = store.read_series(engine, branch)
+    series = [s for s in every if not match or match in s.name]
     if not series:
         raise UsageError(f"--match {match}: no series on {branch} has it in its name")
     dates = {p.commit: p.date for s in series for p in s.points}
@@ -108,7 +110,7 @@ def _verdicts(engine, branch: str, since: str | None, threshold: float, match: s
             raise UsageError(f"--since {since}: {'no' if not found else 'more than one'} "
                              f"commit on {branch} starts so")
         since = found[0]
-    return since, judge_all(series, dates[since], threshold)
+    return since, judge_all(every, dates[since], threshold, only=series)
 
 
 match_option = click.option("--match", metavar="TEXT",

@@ -66,9 +66,11 @@ class Verdict:
                 "regressions": [step.to_json() for step in self.regressions]}
 
 
-def judge_all(series: list[Series], since: datetime.datetime, threshold: float) -> list[Verdict]:
-    """Every series' verdict, each commit's points less the shift its process
-    added to all the kernels it timed (process_shift.py; by device)."""
+def judge_all(series: list[Series], since: datetime.datetime, threshold: float,
+              only: list[Series] | None = None) -> list[Verdict]:
+    """The verdicts of `only` (default: every series), each commit's points
+    less the shift its process added to all the kernels it timed, told by
+    all of `series` (process_shift.py; by device)."""
     by_device: dict[str, list[Series]] = {}
     for one in series:
         by_device.setdefault(one.device, []).append(one)
@@ -76,7 +78,7 @@ def judge_all(series: list[Series], since: datetime.datetime, threshold: float) 
     for group in by_device.values():
         medians = [{p.commit: p.median_us for p in one.points if p.median_us} for one in group]
         corrected.update(zip((one.key for one in group), process_shift.corrected(medians)))
-    return [judge(one, since, threshold, corrected[one.key]) for one in series]
+    return [judge(one, since, threshold, corrected[one.key]) for one in (series if only is None else only)]
 
 
 def steps_of(series: Series, before: datetime.datetime | None = None,

@@ -102,7 +102,7 @@ def branches(engine) -> list[str]:
                                        .order_by(runs.c.branch)).scalars())
 
 
-def read_series(engine, branch: str, match: str | None = None) -> list[Series]:
+def read_series(engine, branch: str) -> list[Series]:
     """Every series with runs on `branch`, each as its points in commit order
     (by commit date; a commit's runs merged into one point)."""
     query = (sa.select(series, runs.c.commit, runs.c.commit_date, runs.c.median_us,
@@ -120,13 +120,9 @@ def read_series(engine, branch: str, match: str | None = None) -> list[Series]:
                                        row.device, [])
                 grouped[row.id] = {}
             grouped[row.id].setdefault(row.commit, []).append(row)
-    chosen = []
     for series_id, one in found.items():
-        if match and match not in one.name:
-            continue
         one.points = [_merged(rows) for rows in grouped[series_id].values()]
-        chosen.append(one)
-    return sorted(chosen, key=lambda s: s.name)
+    return sorted(found.values(), key=lambda s: s.name)
 
 
 def _merged(rows: list) -> Point:
