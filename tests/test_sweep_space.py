@@ -1,5 +1,5 @@
 """A sweep's space: constraints, skipped points, string axes, `sweep_invalid`
-(SPEC section 5), through runs/space.py and the launch command (no GPU)."""
+(SPEC section 5), through specfile/sweep.py and the launch command (no GPU)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ from cubinrun.cli import main
 from cubinrun.errors import SpecError, UsageError
 from cubinrun.runs.expand import expand
 from cubinrun.runs.outcome import RunRecord
-from cubinrun.runs.space import sweep_space
+from cubinrun.specfile.sweep import sweep_space
 
 REPO = Path(__file__).resolve().parent.parent
 CUBIN = REPO / "kernels/build/vector_add.sm_90.cubin"
@@ -223,3 +223,14 @@ def test_a_string_given_with_set_unquoted_gets_the_fix(tmp_path, capsys):
     assert capsys.readouterr().err.strip().endswith(
         "--set K: unknown name 'scale' (known: K, N, T, arch, l2_bytes, max_shared_optin, "
         "sm_count, warp_size); a string is quoted: \"'scale'\"")
+
+
+def test_constraints_nested_under_sweep_are_told_they_are_a_top_level_key(tmp_path, capsys):
+    nested = SPEC.replace("constraints:\n  - BX == TILE\n  - BX * BY <= 128\n",
+                          "  constraints:\n    - BX == TILE\n")
+    path = write(tmp_path, nested)
+    assert run(["launch", "--dry-run", str(path)]) == 2
+    line = nested.splitlines().index("  constraints:") + 1
+    assert capsys.readouterr().err.strip() == (
+        f"error: {path}:{line}: sweep.constraints: `constraints:` is a top-level key, not an "
+        f"axis: write it beside `sweep:`, not inside it")

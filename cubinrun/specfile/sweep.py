@@ -1,61 +1,72 @@
-"""A spec's sweep space: its axes (with `--axis` and `--set`), its constraints
-and what an invalid point means (SPEC sections 3 and 5).
+"""A spec's sweep space: `sweep:` (its axes, with `--axis` and `--set`),
+`constraints:` (with `--constraint`) and `sweep_invalid:`, read from the
+spec's YAML with their lines (SPEC sections 3 and 5) into the points to run.
 
 This is the one place that knows which points of a sweep run: `launch`
-expands it into runs (runs/expand.py) and `tune` searches it.
+runs them (runs/expand.py) and `tune` searches them.
 
     space = sweep_space("mm.yaml", overrides, cli_axes, ["BX * BY <= 1024"])
     space.size                  # points before constraints, counted, never built
-    for p in space.points():    # SpacePoint: p.values, p.runnable, p.failed (a Constraint)
-        ...
+    for p in space.points():    # SpacePoint: p.values, p.overrides, p.runnable,
+        ...                     #   p.failed (a Constraint)
     space.check(values)         # the first Constraint `values` fails, or None
     space.invalid_skip          # `sweep_invalid: skip`: invalid points leave the exit code
 
-A constraint is an expression over vars (specfile/expr.py) that must be true
-for a point to run: `BX == BY * TY`, `K == 'transposeNaive' or BX <= 32`.
-Names it reads must be vars; any other is the spec's error (exit 2, naming
-its line). An invalid point is one whose build or load hits a resource
-limit of the kernel: errors.ResourceLimitError, `errors.invalid_reason`.
+A constraint (constraints.py) reads vars only; any other name is the spec's
+error (exit 2, naming its line). A point is evaluated on its own values, and
+the spec's vars are resolved there (names.py) only when a constraint reads
+one the point does not set. An invalid point is one whose build or load hits
+a resource limit of the kernel: errors.ResourceLimitError, `invalid_reason`.
 """
 from __future__ import annotations
 
-import ast
 import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from ..errors import SpecError, UsageError, excerpt
-from ..specfile.expr import Expr, parse_expr
+from ..errors import SpecError, excerpt
 from ..limits import MAX_CONSTRAINTS
 from .axes import (Axis, AxisError, Value, check_point_count, iter_points, override_text,
                    spec_axis, spec_error)
+from .constraints import Constraint, parse_cli_constraints, spec_constraints
 
 SWEEP_INVALID = ("error", "skip")
+# the keys that sit beside `sweep:`: one written inside it is not an axis
+_BESIDE_SWEEP = ("constraints", "sweep_invalid")
 
 
-@dataclass(frozen=True)
-class Constraint:
-    expr: Expr
-    where: str                      # `constraints[1]` or `--constraint`
-    line: int | None = None         # its YAML line, for the spec's constraints
+class SweptOverrides(dict):
+    """Overrides of one sweep point: --set's and the point's values (`swept`
+    names the latter), so that a message calls a bad value what the user
+    wrote, a sweep's value or --set's."""
 
-    @property
-    def text(self) -> str:
-        return self.expr.source
-
-    def error(self, message: str) -> SpecError:
-        return _located(self.where, self.line, self.text, message)
+    def __init__(self, values: Mapping[str, str], swept: Sequence[str]):
+        super().__init__(values)
+        self.swept = frozenset(swept)
 
 
-@dataclass(frozen=True)
+def point_overrides(overrides: Mapping[str, str], values: Mapping[str, Value]) -> dict[str, str]:
+    """--set and a point's values, as the spec loader takes them (naming the
+    point's, so that its messages call them swept, not --set)."""
+    return SweptOverrides({**overrides, **{k: override_text(v) for k, v in values.items()}},
+                          swept=values)
+
+
+@dataclass(frozen=True, slots=True)         # one per point: 100 000 of them in a big sweep
 class SpacePoint:
     values: dict[str, Value]
     failed: Constraint | None = None        # the first constraint it fails
+    pinned: Mapping[str, str] | None = None     # --set: the space's, shared by every point
 
     @property
     def runnable(self) -> bool:
         return self.failed is None
+
+    @property
+    def overrides(self) -> dict[str, str]:
+        """What the spec is loaded with at this point: --set and the point's values."""
+        return point_overrides(self.pinned or {}, self.values)
 
 
 @dataclass
@@ -83,7 +94,7 @@ class SweepSpace:
     def points(self) -> Iterator[SpacePoint]:
         """Every point in order (the first axis outermost), each checked."""
         for values in iter_points(self.axes):
-            yield SpacePoint(values, self.check(values))
+            yield SpacePoint(values, self.check(values), self.overrides)
 
     def check(self, values: Mapping[str, Value]) -> Constraint | None:
         """The first constraint the point fails; None when it runs. SpecError when
@@ -95,7 +106,7 @@ class SweepSpace:
         if not self._reads <= values.keys():
             # a constraint reads a var the point does not set (a derived var, a
             # default, --set): resolve the spec's vars at this point, lazily
-            from ..specfile.loader import var_values
+            from .names import var_values
             env = var_values(self.spec, self.tree, point_overrides(self.overrides, values))
         for constraint in self.constraints:
             try:
@@ -111,20 +122,12 @@ class SweepSpace:
         return None
 
 
-def point_overrides(overrides: Mapping[str, str], values: Mapping[str, Value]) -> dict[str, str]:
-    """--set and a point's values, as the spec loader takes them (naming the
-    point's, so that its messages call them swept, not --set)."""
-    from ..specfile.loader import SweptOverrides
-    return SweptOverrides({**overrides, **{k: override_text(v) for k, v in values.items()}},
-                          swept=values)
-
-
 def sweep_space(spec: str | Path, overrides: Mapping[str, str] | None = None,
                 cli_axes: Sequence[Axis] = (), cli_constraints: Sequence[str] = ()) -> SweepSpace:
     """The space of one spec. SpecError for the spec's own mistakes (its sweep,
     constraints, sweep_invalid; located by the caller with its file);
     UsageError for a --constraint that does not parse."""
-    from ..specfile.yamlload import load_yaml_file
+    from .yamlload import load_yaml_file
     spec = str(spec)
     overrides = dict(overrides or {})
     tree = load_yaml_file(Path(spec))
@@ -138,7 +141,7 @@ def sweep_space(spec: str | Path, overrides: Mapping[str, str] | None = None,
             raise SpecError(f"--axis {axis.name}: no such var (vars: "
                             f"{', '.join(var_names) or 'none'})")
         axes[axis.name] = axis
-    constraints = _spec_constraints(tree) + parse_cli_constraints(cli_constraints)
+    constraints = spec_constraints(tree) + parse_cli_constraints(cli_constraints)
     if len(constraints) > MAX_CONSTRAINTS:
         raise SpecError(f"{len(constraints)} constraints (at most {MAX_CONSTRAINTS})",
                         field="constraints", line=tree.line_of("constraints"))
@@ -165,6 +168,10 @@ def _spec_axes(tree: Any, var_names: list[str]) -> dict[str, Axis]:
         raise SpecError("must be a mapping of var name to values", field="sweep",
                         line=tree.line_of("sweep"))
     for name, node in sweep.items():
+        if name in _BESIDE_SWEEP and name not in var_names:
+            raise SpecError(f"`{name}:` is a top-level key, not an axis: write it beside "
+                            f"`sweep:`, not inside it", field=f"sweep.{name}",
+                            line=sweep.line_of(name))
         if name not in var_names:
             raise SpecError(f"an axis must name a var (vars: {', '.join(var_names) or 'none'})",
                             field=f"sweep.{name}", line=sweep.line_of(name))
@@ -173,57 +180,6 @@ def _spec_axes(tree: Any, var_names: list[str]) -> dict[str, Axis]:
         except AxisError as exc:
             raise spec_error(name, exc, sweep) from None
     return axes
-
-
-def _spec_constraints(tree: Any) -> list[Constraint]:
-    node = tree.get("constraints")
-    if node is None:
-        return []
-    if not isinstance(node, list):
-        raise SpecError("must be a list of expressions (BX * BY <= 1024)", field="constraints",
-                        line=tree.line_of("constraints"))
-    out = []
-    for i, item in enumerate(node):
-        line = node.line_of(i) if hasattr(node, "line_of") else None
-        out.append(_constraint(item, f"constraints[{i}]", line))
-    return out
-
-
-def parse_cli_constraints(texts: Sequence[str]) -> list[Constraint]:
-    """`--constraint EXPR` options; a usage error (exit 2) quoting one that does not parse."""
-    out = []
-    for text in texts:
-        try:
-            out.append(_constraint(text, "--constraint", None))
-        except SpecError as exc:
-            raise UsageError(str(exc)) from None
-    return out
-
-
-def _constraint(value: Any, where: str, line: int | None) -> Constraint:
-    if not isinstance(value, str):
-        raise _located(where, line, value, "must be an expression that is true or false "
-                                           "(BX * BY <= 1024)")
-    try:
-        expr = parse_expr(value)
-    except SpecError as exc:
-        raise _located(where, line, value, exc.message) from None
-    if not _is_truth_value(expr.tree.body):
-        raise _located(where, line, value, "must be a comparison, true or false "
-                                           "(BX * BY <= 1024, K == 'name')")
-    return Constraint(expr, where, line)
-
-
-def _is_truth_value(node: ast.AST) -> bool:
-    """A comparison, and/or, or not: what a constraint must be (`BX * BY` is a typo)."""
-    return isinstance(node, (ast.Compare, ast.BoolOp)) or \
-        (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not))
-
-
-def _located(where: str, line: int | None, value: Any, message: str) -> SpecError:
-    if where.startswith("--"):
-        return SpecError(f"{where} {excerpt(value)}: {message}")
-    return SpecError(message, field=where, line=line)
 
 
 def _invalid_skip(tree: Any) -> bool:
