@@ -10,7 +10,8 @@ with its error, so the other specs still run and the report shows it.
 `--set` on a swept var pins it: the axis collapses to that one value. An axis
 must name a var of the spec, as `--set` must. The spec's sweep space
 (specfile/sweep.py) says which points there are and which a constraint (the
-spec's or `--constraint`) skips.
+spec's or `--constraint`) skips; a spec whose every point is skipped fails
+(exit 2) on its last point, which keeps its row as skipped.
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ class RunTask:
     pow2: tuple[str, ...] = ()                  # swept vars whose axis is pow2
     error: CubinrunError | None = None          # found while expanding: the run's outcome
     skipped: str | None = None                  # the constraint the point fails: not run
+                                                # (with `error` too: every point is skipped)
     invalid_skip: bool = False                  # `sweep_invalid: skip`
     timing_only: bool = False                   # re-timed (a tune's last step): checked before
 
@@ -98,8 +100,9 @@ def expand(paths: Sequence[str], overrides: dict[str, str],
                 exc.located(file=spec)
             tasks.append(RunTask(len(tasks), spec, overrides=dict(overrides), error=exc))
             continue
-        for point in spec_points:
+        nothing_runs = space.nothing_runs(spec_points)
+        for position, point in enumerate(spec_points, 1):
             tasks.append(RunTask(len(tasks), spec, point.values, point.overrides, space.pow2,
-                                 skipped=point.failed.text if point.failed else None,
-                                 invalid_skip=space.invalid_skip))
+                                 skipped=point.skip_reason, invalid_skip=space.invalid_skip,
+                                 error=nothing_runs if position == len(spec_points) else None))
     return tasks

@@ -8,9 +8,10 @@ runs them (runs/expand.py) and `tune` searches them.
     space = sweep_space("mm.yaml", overrides, cli_axes, ["BX * BY <= 1024"])
     space.size                  # points before constraints, counted, never built
     for p in space.points():    # SpacePoint: p.values, p.overrides, p.runnable,
-        ...                     #   p.failed (a Constraint)
+        ...                     #   p.failed (a Constraint), p.skip_reason
     space.check(values)         # the first Constraint `values` fails, or None
     space.invalid_skip          # `sweep_invalid: skip`: invalid points leave the exit code
+    space.nothing_runs(points)  # the error of a space whose every point is skipped
 
 A constraint (constraints.py) reads vars only; any other name is the spec's
 error (exit 2, naming its line). A point is evaluated on its own values, and
@@ -21,15 +22,17 @@ a resource limit of the kernel: errors.ResourceLimitError, `invalid_reason`.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from ..errors import SpecError, excerpt
+from ..errors import CubinrunError, SpecError, UsageError, excerpt, shorten
 from ..limits import MAX_CONSTRAINTS
 from .axes import (Axis, AxisError, Value, check_point_count, iter_points, override_text,
                    spec_axis, spec_error)
 from .constraints import Constraint, parse_cli_constraints, spec_constraints
+from .expr import parse_expr
 
 SWEEP_INVALID = ("error", "skip")
 # the keys that sit beside `sweep:`: one written inside it is not an axis
@@ -57,6 +60,7 @@ def point_overrides(overrides: Mapping[str, str], values: Mapping[str, Value]) -
 class SpacePoint:
     values: dict[str, Value]
     failed: Constraint | None = None        # the first constraint it fails
+    skip_reason: str | None = None          # that constraint, with the --set values it read
     pinned: Mapping[str, str] | None = None     # --set: the space's, shared by every point
 
     @property
@@ -77,6 +81,7 @@ class SweepSpace:
     invalid_skip: bool
     overrides: dict[str, str]               # --set: every point has them too
     tree: Any = None
+    _reasons: dict = field(default_factory=dict, repr=False)   # skip_reason's, a constraint each
 
     @functools.cached_property
     def _reads(self) -> frozenset[str]:
@@ -94,7 +99,39 @@ class SweepSpace:
     def points(self) -> Iterator[SpacePoint]:
         """Every point in order (the first axis outermost), each checked."""
         for values in iter_points(self.axes):
-            yield SpacePoint(values, self.check(values), self.overrides)
+            failed = self.check(values)
+            yield SpacePoint(values, failed, self.skip_reason(failed) if failed else None,
+                             self.overrides)
+
+    def skip_reason(self, constraint: Constraint) -> str:
+        """The constraint as a skipped point gives it: with the --set values it
+        reads, itself or through the vars it names, since they, not the point,
+        may be why (`TILE % ROWS == 0 (--set ROWS=64)`). Made once a constraint."""
+        if constraint not in self._reasons:
+            pins = [f"{name}={self.overrides[name]}"
+                    for name in self._reads_through_vars(constraint) if name in self.overrides]
+            self._reasons[constraint] = constraint.text + (f" (--set {', '.join(pins)})"
+                                                           if pins else "")
+        return self._reasons[constraint]
+
+    def _reads_through_vars(self, constraint: Constraint) -> list[str]:
+        """The vars the constraint reads, and those their definitions read, sorted."""
+        definitions = self.tree.get("vars") if isinstance(self.tree, dict) else None
+        seen: set[str] = set()
+        todo = list(constraint.expr.names)
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            if name in self.overrides or not isinstance(definitions, dict) \
+                    or name not in definitions:
+                continue                    # pinned, or not a var: its definition is not read
+            try:
+                todo += parse_expr(definitions[name]).names
+            except SpecError:
+                continue                    # the loader names that mistake
+        return sorted(seen)
 
     def check(self, values: Mapping[str, Value]) -> Constraint | None:
         """The first constraint the point fails; None when it runs. SpecError when
@@ -120,6 +157,26 @@ class SweepSpace:
             if not result:
                 return constraint
         return None
+
+    def nothing_runs(self, points: Sequence[SpacePoint]) -> CubinrunError | None:
+        """The error of a space whose every point fails a constraint (a CI job
+        that ran nothing must not pass: exit 2); None when a point runs. It names
+        the constraint (its field and line, or the flag) and the --set values
+        the constraints read."""
+        if not points or any(p.runnable for p in points):
+            return None
+        counts = Counter(p.skip_reason for p in points)
+        why = shorten("; ".join(f"{reason}: {n} point{'s' if n > 1 else ''}"
+                                for reason, n in counts.items()), 300)
+        message = f"nothing runs: every point of the sweep fails a constraint ({why})"
+        failed = list(dict.fromkeys(p.failed for p in points))
+        if all(c.line is None and c.where.startswith("--") for c in failed):
+            shown = ", ".join(excerpt(c.text) for c in failed)
+            return UsageError(f"{self.spec}: --constraint {shown}: {message}")
+        if len(failed) == 1:
+            return failed[0].error(message).located(file=self.spec)
+        return SpecError(message, field="constraints", file=self.spec,
+                         line=_line_of(self.tree, "constraints"))
 
 
 def sweep_space(spec: str | Path, overrides: Mapping[str, str] | None = None,
@@ -188,3 +245,7 @@ def _invalid_skip(tree: Any) -> bool:
         raise SpecError(f"must be {' or '.join(SWEEP_INVALID)}, got {excerpt(value)}",
                         field="sweep_invalid", line=tree.line_of("sweep_invalid"))
     return value == "skip"
+
+
+def _line_of(tree: Any, key: str) -> int | None:
+    return tree.line_of(key) if hasattr(tree, "line_of") else None
