@@ -287,3 +287,12 @@ def test_a_cli_constraint_that_skips_every_point_names_the_flag(tmp_path, capsys
     assert capsys.readouterr().err.strip() == (
         f"error: {path}:{line}: constraints: nothing runs: every point of the sweep fails a "
         f"constraint (BX == TILE: 9 points; N < 10: 3 points)")
+
+
+def test_the_error_of_a_sweep_that_runs_nothing_stays_one_line(tmp_path, capsys):
+    # a constraint may span lines in YAML (a parenthesised expression): the error may not
+    spec = SPEC.replace("  - BX * BY <= 128\n", '  - "(BX * BY\\n <= 1)"\n')
+    path = write(tmp_path, spec)
+    assert run(["launch", "--dry-run", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "(BX * BY\\n <= 1): 3 points" in err

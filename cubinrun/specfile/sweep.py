@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from ..errors import CubinrunError, SpecError, UsageError, excerpt, shorten
+from ..errors import CubinrunError, SpecError, UsageError, excerpt, one_line, shorten
 from ..limits import MAX_CONSTRAINTS
 from .axes import (Axis, AxisError, Value, check_point_count, iter_points, override_text,
                    spec_axis, spec_error)
@@ -166,8 +166,8 @@ class SweepSpace:
         if not points or any(p.runnable for p in points):
             return None
         counts = Counter(p.skip_reason for p in points)
-        why = shorten("; ".join(f"{reason}: {n} point{'s' if n > 1 else ''}"
-                                for reason, n in counts.items()), 300)
+        why = shorten(one_line("; ".join(f"{reason}: {n} point{'s' if n > 1 else ''}"
+                                         for reason, n in counts.items())), 300)
         message = f"nothing runs: every point of the sweep fails a constraint ({why})"
         failed = list(dict.fromkeys(p.failed for p in points))
         if all(c.line is None and c.where.startswith("--") for c in failed):
