@@ -8,7 +8,7 @@ import pytest
 
 from cubinrun.cli import main
 from cubinrun.errors import UsageError
-from cubinrun.runs.axes import AxisError, cli_axis, points, spec_axis
+from cubinrun.specfile.axes import AxisError, cli_axis, points, spec_axis
 from cubinrun.runs.expand import expand
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,5 +1,5 @@
 """A sweep's space: constraints, skipped points, string axes, `sweep_invalid`
-(SPEC section 5), through runs/space.py and the launch command (no GPU)."""
+(SPEC section 5), through specfile/sweep.py and the launch command (no GPU)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ from cubinrun.cli import main
 from cubinrun.errors import SpecError, UsageError
 from cubinrun.runs.expand import expand
 from cubinrun.runs.outcome import RunRecord
-from cubinrun.runs.space import sweep_space
+from cubinrun.specfile.sweep import sweep_space
 
 REPO = Path(__file__).resolve().parent.parent
 CUBIN = REPO / "kernels/build/vector_add.sm_90.cubin"
@@ -223,3 +223,76 @@ def test_a_string_given_with_set_unquoted_gets_the_fix(tmp_path, capsys):
     assert capsys.readouterr().err.strip().endswith(
         "--set K: unknown name 'scale' (known: K, N, T, arch, l2_bytes, max_shared_optin, "
         "sm_count, warp_size); a string is quoted: \"'scale'\"")
+
+
+def test_constraints_nested_under_sweep_are_told_they_are_a_top_level_key(tmp_path, capsys):
+    nested = SPEC.replace("constraints:\n  - BX == TILE\n  - BX * BY <= 128\n",
+                          "  constraints:\n    - BX == TILE\n")
+    path = write(tmp_path, nested)
+    assert run(["launch", "--dry-run", str(path)]) == 2
+    line = nested.splitlines().index("  constraints:") + 1
+    assert capsys.readouterr().err.strip() == (
+        f"error: {path}:{line}: sweep.constraints: `constraints:` is a top-level key, not an "
+        f"axis: write it beside `sweep:`, not inside it")
+
+
+def test_a_sweep_whose_every_point_is_skipped_fails_naming_the_pinned_set(tmp_path, capsys):
+    # BY=8 and TY=4 make TILE (BY * TY) 32: BX 16 and 64 fail BX == TILE, 32 fails BX * BY <= 128
+    path = write(tmp_path, SPEC)
+    junit = tmp_path / "r.xml"
+    code = run(["launch", "--dry-run", str(path), "--set", "BY=8", "--set", "TY=4",
+                "--junit", str(junit)])
+    captured = capsys.readouterr()
+    assert code == 2
+    line = SPEC.splitlines().index("constraints:") + 1
+    assert captured.err.strip() == (
+        f"error: {path}:{line}: constraints: nothing runs: every point of the sweep fails a "
+        f"constraint (BX == TILE (--set BY=8, TY=4): 2 points; BX * BY <= 128 (--set BY=8): "
+        f"1 point)")
+    assert "skipped: BX == TILE (--set BY=8, TY=4)" in captured.out     # the table shows the pins
+    assert "skipped: BX * BY <= 128 (--set BY=8)" in captured.out
+    assert "3 runs planned, 0 ok, 3 skipped by constraints; exit 2" in captured.out
+    assert 'errors="1"' in junit.read_text()        # a CI report fails too
+
+
+def test_a_launch_that_runs_nothing_fails_too_and_its_records_keep_the_reason(tmp_path, capsys):
+    path = write(tmp_path, SPEC)
+    tasks = expand([str(path)], {"BY": "8", "TY": "4", "BX": "32"})
+    assert len(tasks) == 1 and not tasks[0].runnable
+    record = RunRecord.not_run(tasks[0])
+    document = record.to_json()
+    assert record.exit_code == 2 and document["status"] == "skipped"
+    assert document["constraint"] == "BX * BY <= 128 (--set BX=32, BY=8)"
+    assert record.error_line() == (f"error: {path}:{SPEC.splitlines().index('  - BX * BY <= 128') + 1}:"
+                                   f" constraints[1]: nothing runs: every point of the sweep fails "
+                                   f"a constraint (BX * BY <= 128 (--set BX=32, BY=8): 1 point)")
+    # no GPU is needed to run nothing: the launch's table and exit code say it
+    assert run(["launch", str(path), "--set", "BY=8", "--set", "TY=4"]) == 2
+    captured = capsys.readouterr()
+    assert "skipped: BX * BY <= 128 (--set BY=8)" in captured.out
+    assert "3 runs: 3 skipped; exit 2" in captured.out
+    assert captured.err.count("nothing runs") == 1
+
+
+def test_a_cli_constraint_that_skips_every_point_names_the_flag(tmp_path, capsys):
+    path = write(tmp_path, SPEC.split("constraints:")[0], "free.yaml")
+    assert run(["launch", "--dry-run", str(path), "--constraint", "N < 10"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: {path}: --constraint 'N < 10': nothing runs: every point of the sweep fails "
+        f"a constraint (N < 10: 12 points)")
+    # with the spec's constraints failed too, the spec's `constraints:` is named
+    path = write(tmp_path, SPEC)
+    assert run(["launch", "--dry-run", str(path), "--constraint", "N < 10"]) == 2
+    line = SPEC.splitlines().index("constraints:") + 1
+    assert capsys.readouterr().err.strip() == (
+        f"error: {path}:{line}: constraints: nothing runs: every point of the sweep fails a "
+        f"constraint (BX == TILE: 9 points; N < 10: 3 points)")
+
+
+def test_the_error_of_a_sweep_that_runs_nothing_stays_one_line(tmp_path, capsys):
+    # a constraint may span lines in YAML (a parenthesised expression): the error may not
+    spec = SPEC.replace("  - BX * BY <= 128\n", '  - "(BX * BY\\n <= 1)"\n')
+    path = write(tmp_path, spec)
+    assert run(["launch", "--dry-run", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "(BX * BY\\n <= 1): 3 points" in err

@@ -21,7 +21,7 @@ import math
 import sys
 
 from ..errors import SpecError
-from ..specfile.expr import broadcast_shapes
+from ..specfile.array_ops import broadcast_shapes
 from ..specfile.model import DEFAULT_UNIFORM, NORMAL_SIGMAS, BufferArg, Check, Init, Spec
 from ..specfile.scalars import check_scalar_value
 

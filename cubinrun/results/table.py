@@ -56,6 +56,8 @@ def render_summary(results: list[dict], summary: dict, console) -> None:
         status = flat["status"]
         style = "" if status == "ok" else "dim" if status == "skipped" else \
             "yellow" if result.get("exit_code") == 0 else "red"
+        if status == "skipped" and result.get("constraint"):    # as a dry run's table says it
+            status = f"skipped: {result['constraint']}"
         cells = [Text(flat["spec"]), Text(flat["point"]), number(flat["median_us"]),
                  f"{number(flat['throughput'])} {flat['unit']}".strip(),
                  percent(flat["peak_fraction"]), flat["check"], Text(status, style)]

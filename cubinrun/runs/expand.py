@@ -8,8 +8,10 @@ problem with one spec (its YAML, its sweep) becomes that spec's run, failed
 with its error, so the other specs still run and the report shows it.
 
 `--set` on a swept var pins it: the axis collapses to that one value. An axis
-must name a var of the spec, as `--set` must. Constraints (the spec's and
-`--constraint`) mark the points that do not run: runs/space.py.
+must name a var of the spec, as `--set` must. The spec's sweep space
+(specfile/sweep.py) says which points there are and which a constraint (the
+spec's or `--constraint`) skips; a spec whose every point is skipped fails
+(exit 2) on its last point, which keeps its row as skipped.
 """
 from __future__ import annotations
 
@@ -18,8 +20,9 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import CubinrunError, SpecError, UsageError
-from .axes import AxisError, Value, cli_axis
-from .space import parse_cli_constraints, point_overrides, sweep_space
+from ..specfile.axes import AxisError, Value, cli_axis
+from ..specfile.constraints import parse_cli_constraints
+from ..specfile.sweep import sweep_space
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,7 @@ class RunTask:
     pow2: tuple[str, ...] = ()                  # swept vars whose axis is pow2
     error: CubinrunError | None = None          # found while expanding: the run's outcome
     skipped: str | None = None                  # the constraint the point fails: not run
+                                                # (with `error` too: every point is skipped)
     invalid_skip: bool = False                  # `sweep_invalid: skip`
     timing_only: bool = False                   # re-timed (a tune's last step): checked before
 
@@ -86,7 +90,7 @@ def expand(paths: Sequence[str], overrides: dict[str, str],
     for spec in spec_files(paths):
         try:
             space = sweep_space(spec, overrides, cli_axes, constraint_texts)
-            spec_points = [(p.values, p.failed) for p in space.points()]
+            spec_points = list(space.points())
         except AxisError as exc:
             tasks.append(RunTask(len(tasks), spec, overrides=dict(overrides),
                                  error=SpecError(str(exc), file=spec)))
@@ -96,8 +100,9 @@ def expand(paths: Sequence[str], overrides: dict[str, str],
                 exc.located(file=spec)
             tasks.append(RunTask(len(tasks), spec, overrides=dict(overrides), error=exc))
             continue
-        for values, failed in spec_points:
-            tasks.append(RunTask(len(tasks), spec, values, point_overrides(overrides, values),
-                                 space.pow2, skipped=failed.text if failed else None,
-                                 invalid_skip=space.invalid_skip))
+        nothing_runs = space.nothing_runs(spec_points)
+        for position, point in enumerate(spec_points, 1):
+            tasks.append(RunTask(len(tasks), spec, point.values, point.overrides, space.pow2,
+                                 skipped=point.skip_reason, invalid_skip=space.invalid_skip,
+                                 error=nothing_runs if position == len(spec_points) else None))
     return tasks

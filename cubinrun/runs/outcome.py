@@ -9,7 +9,8 @@ success: a wrong result is worse than a slow one, so 1 outranks 5.
 Two outcomes of a sweep's point are not failures (SPEC section 5): `skipped`
 (it fails a constraint, so it never runs; exit 0) and `invalid` (its build or
 load hit a resource limit of the kernel; exit 3, or 0 with `sweep_invalid:
-skip`).
+skip`). A spec whose every point is skipped runs nothing, which is no
+success: its last point stays `skipped` and carries the error (exit 2).
 """
 from __future__ import annotations
 
@@ -99,10 +100,14 @@ class RunRecord:
     @classmethod
     def not_run(cls, task: RunTask) -> "RunRecord":
         """The record of a task that is not run: its expansion failed, or it
-        fails a constraint."""
-        if task.error is not None:
+        fails a constraint (and, when every point of its spec does, the
+        error that says nothing runs)."""
+        if task.skipped is None:
             return cls.failed(task, task.error)
-        return cls(task, EXIT_OK, outcome="skipped")
+        if task.error is None:
+            return cls(task, EXIT_OK, outcome="skipped")
+        return cls(task, task.error.exit_code, error=str(task.error),
+                   error_type=error_type(task.error), exception=task.error, outcome="skipped")
 
     @property
     def status(self) -> str:
@@ -117,6 +122,8 @@ class RunRecord:
         spec error already starts with its file)."""
         task = self.task
         word = "invalid" if self.outcome == "invalid" else "error"
+        if self.outcome == "skipped":          # its spec's error: about every point, not this one
+            return f"{word}: {self.error}"
         if self.error and self.error.startswith(task.spec):
             return f"{word}: {self.error}" + (f" (at {point_text(task.point)})" if task.point else "")
         return f"{word}: {task.label}: {self.error}"

@@ -5,7 +5,8 @@ expressions (`expr`), and the typed, validated objects it is read into.
 launcher, the buffers, the launch, the check, the report) reads only these
 objects, never the YAML.
 """
-from .loader import check_scalar_value, load_spec, parse_overrides
+from .loader import load_spec, parse_overrides
+from .scalars import check_scalar_value
 from .model import (Arg, Bench, BufferArg, BufferRef, Check, ConstArg, DescArg, Init,
                     KernelRef, Launch, ScalarArg, Scratch, Spec, StructArg, TupleArg)
 

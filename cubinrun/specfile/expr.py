@@ -18,8 +18,8 @@ positional argument: `max(a, b)` stays elementwise), `cumsum(x, axis=K)`,
 bounds that are numbers or vars. `axis` is the only keyword. An expression
 holding any of them is `whole`: it is evaluated on whole arrays (check.py),
 and `Expr.plan` works out its shape and the memory it needs from the inputs'
-shapes alone, with the same rules (NumPy's), so a dry run finds a shape
-error without data.
+shapes alone, with the same rules (NumPy's, in array_ops.py), so a dry run
+finds a shape error without data.
 
 Integers are unbounded in Python, so every integer result is capped at
 MAX_INT_BITS and a power is refused before it is computed if its result
@@ -40,6 +40,8 @@ from typing import Any, Callable, Mapping
 from ..dtypes import ELEMENT_TYPES
 from ..errors import SpecError, excerpt, shorten
 from ..limits import MAX_EXPR_CHARS, MAX_EXPR_DEPTH, MAX_INT_BITS
+from .array_ops import (Shaped, astype, broadcast_shapes, cumsum, index, is_array, matmul,
+                        reduce_array, reshape, roll, shape_of, transpose)
 from .keyword_names import parse_expression
 
 
@@ -188,18 +190,6 @@ def result_shape(expr: Expr, shapes: Mapping[str, tuple[int, ...]]) -> tuple[int
             raise ValueError(f"{named}, which do not broadcast") from None
 
     return tuple(shape(expr.tree.body))
-
-
-def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    """NumPy's broadcasting rule (numpy.broadcast_shapes) without importing NumPy:
-    from the last dimension, sizes must be equal or 1. ValueError otherwise."""
-    out: list[int] = []
-    for i in range(1, max(map(len, shapes), default=0) + 1):
-        sizes = {s[-i] for s in shapes if len(s) >= i and s[-i] != 1}
-        if len(sizes) > 1:
-            raise ValueError(f"shapes {', '.join(map(str, shapes))} do not broadcast")
-        out.append(sizes.pop() if sizes else 1)
-    return tuple(reversed(out))
 
 
 def parse_expr(value: Any, *, arrays: bool = False) -> Expr:
@@ -393,7 +383,7 @@ def region_parts(subscript: ast.Subscript, env: Mapping[str, Any]) -> list:
 
 def region_shape(parts: list, shape: tuple[int, ...]) -> tuple[int, ...]:
     """The shape of an array of `shape` indexed by `parts` (ValueError if out of range)."""
-    return _index(Shaped(tuple(shape)), list(parts)).shape
+    return index(Shaped(tuple(shape)), list(parts)).shape
 
 
 def _element_name(n: ast.AST) -> str | None:
@@ -405,22 +395,6 @@ def _element_name(n: ast.AST) -> str | None:
         base = _element_name(n.value)
         return f"{base}[{n.slice.value}]" if base else None
     return None
-
-
-class Shaped:
-    """An array known only by its shape (Expr.plan)."""
-
-    def __init__(self, shape: tuple[int, ...]):
-        self.shape = shape
-
-
-def _shape(value: Any) -> tuple[int, ...]:
-    return tuple(getattr(value, "shape", ()))
-
-
-def _is_array(value: Any) -> bool:
-    return isinstance(value, Shaped) or (hasattr(value, "shape") and hasattr(value, "dtype")
-                                         and value.shape != ())
 
 
 class _Evaluator:
@@ -441,18 +415,18 @@ class _Evaluator:
         if isinstance(n, ast.Name) or (isinstance(n, ast.Subscript) and _element_name(n)):
             return self._name(n)
         if isinstance(n, ast.Subscript):
-            return _index(self.visit(n.value), self._index_parts(n.slice))
+            return index(self.visit(n.value), self._index_parts(n.slice))
         if isinstance(n, ast.Attribute):                     # .T, the one allowed
-            return _transpose(self.visit(n.value))
+            return transpose(self.visit(n.value))
         if isinstance(n, ast.BinOp):
             left, right = self.visit(n.left), self.visit(n.right)
             _no_strings(n, left, right)
             if isinstance(n.op, ast.MatMult):
-                return _matmul(left, right)
+                return matmul(left, right)
             if isinstance(n.op, ast.Pow):
                 _check_power(left, right)
             if isinstance(left, Shaped) or isinstance(right, Shaped):
-                return Shaped(broadcast_shapes(_shape(left), _shape(right)))
+                return Shaped(broadcast_shapes(shape_of(left), shape_of(right)))
             return _capped(_BINARY[type(n.op)](left, right))
         if isinstance(n, ast.UnaryOp):
             operand = self.visit(n.operand)
@@ -470,7 +444,7 @@ class _Evaluator:
             left = self.visit(n.left)
             values = [left] + [self.visit(c) for c in n.comparators]
             if any(isinstance(v, Shaped) for v in values):
-                return Shaped(broadcast_shapes(*map(_shape, values)))
+                return Shaped(broadcast_shapes(*map(shape_of, values)))
             result = True
             for op, right in zip(n.ops, values[1:]):
                 _check_string_comparison(op, left, right)
@@ -488,7 +462,7 @@ class _Evaluator:
             args = [self.visit(a) for a in n.args]
             _no_strings(n, *args)
             if any(isinstance(a, Shaped) for a in args):
-                return Shaped(broadcast_shapes(*map(_shape, args)))
+                return Shaped(broadcast_shapes(*map(shape_of, args)))
             return _capped(fn(*args))
         raise AssertionError(f"unchecked node {type(n).__name__}")
 
@@ -500,8 +474,8 @@ class _Evaluator:
             raise SpecError(f"{name!r} is a function, call it")
         if isinstance(n, ast.Subscript) and name.split("[")[0] in self.env:
             base = self.visit(n.value)              # x[2] of an array: an index, not a name
-            if _is_array(base):
-                return _index(base, [n.slice.value])
+            if is_array(base):
+                return index(base, [n.slice.value])
         known = shorten(", ".join(sorted(self.env)) or "none", 200)
         raise SpecError(f"unknown name {excerpt(name)} (known: {known})")
 
@@ -535,141 +509,18 @@ class _Evaluator:
         for k in n.keywords:                        # only axis= passed the parser
             axis = self._integer(k.value, "axis")
         if name in REDUCTIONS:
-            return _reduce(name, x, axis)
+            return reduce_array(name, x, axis)
         if name == "cumsum":
-            return _cumsum(x, axis)
+            return cumsum(x, axis)
         if name == "transpose":
-            return _transpose(x)
+            return transpose(x)
         if name == "reshape":
-            return _reshape(x, [self._integer(d, "a reshape dimension") for d in n.args[1].elts])
+            return reshape(x, [self._integer(d, "a reshape dimension") for d in n.args[1].elts])
         if name == "roll":
-            return _roll(x, self._integer(n.args[1], "roll's shift"), axis)
+            return roll(x, self._integer(n.args[1], "roll's shift"), axis)
         if name == "astype":
-            return _astype(x, ELEMENT_TYPES[n.args[1].id])
+            return astype(x, ELEMENT_TYPES[n.args[1].id])
         raise AssertionError(name)
-
-
-# ---- whole-array operations: NumPy's shape rule first (an error names the
-# shapes), then NumPy itself, or only the shape for a Shaped operand
-
-def _matmul(a, b):
-    sa, sb = _shape(a), _shape(b)
-    if not sa or not sb:
-        raise ValueError(f"@ needs arrays on both sides, got shapes {list(sa)} and {list(sb)}")
-    left = (1,) + sa if len(sa) == 1 else sa
-    right = sb + (1,) if len(sb) == 1 else sb
-    if left[-1] != right[-2]:
-        raise ValueError(f"shapes {list(sa)} @ {list(sb)}: inner sizes {left[-1]} and "
-                         f"{right[-2]} differ")
-    try:
-        batch = broadcast_shapes(left[:-2], right[:-2])
-    except ValueError:
-        raise ValueError(f"shapes {list(sa)} @ {list(sb)}: batch dimensions do not "
-                         "broadcast") from None
-    shape = batch + (left[-2],) * (len(sa) > 1) + (right[-1],) * (len(sb) > 1)
-    if isinstance(a, Shaped) or isinstance(b, Shaped):
-        return Shaped(shape)
-    import numpy as np
-    return np.matmul(a, b)
-
-
-def _axis(axis: int, shape: tuple[int, ...], what: str) -> int:
-    if not -len(shape) <= axis < len(shape):
-        raise ValueError(f"axis={axis} is out of range for {what} of shape {list(shape)}")
-    return axis % len(shape)
-
-
-def _reduce(name: str, x, axis: int | None):
-    shape = _shape(x)
-    if axis is None:
-        out: tuple[int, ...] = ()
-    else:
-        k = _axis(axis, shape, f"{name}()")
-        out = shape[:k] + shape[k + 1:]
-    if name in ("max", "min") and 0 in shape:
-        raise ValueError(f"{name}() of an empty array (shape {list(shape)})")
-    if isinstance(x, Shaped):
-        return Shaped(out)
-    import numpy as np
-    return getattr(np, {"max": "amax", "min": "amin"}.get(name, name))(x, axis=axis)
-
-
-def _cumsum(x, axis: int | None):
-    shape = _shape(x)
-    if axis is not None:
-        _axis(axis, shape, "cumsum()")
-    if isinstance(x, Shaped):
-        return Shaped((math.prod(shape),) if axis is None else shape)
-    import numpy as np
-    return np.cumsum(x, axis=axis)
-
-
-def _transpose(x):
-    if isinstance(x, Shaped):
-        return Shaped(tuple(reversed(x.shape)))
-    import numpy as np
-    return np.transpose(x)
-
-
-def _reshape(x, dims: list[int]):
-    shape, n = _shape(x), math.prod(_shape(x))
-    if dims.count(-1) > 1 or any(d < -1 for d in dims):
-        raise ValueError(f"reshape to {dims}: dimensions are sizes >= 0, and one -1 at most")
-    known = math.prod(d for d in dims if d != -1)
-    if -1 in dims:
-        if known == 0 or n % known:
-            raise ValueError(f"cannot reshape shape {list(shape)} ({n} elements) into {dims}")
-        dims = [n // known if d == -1 else d for d in dims]
-    elif known != n:
-        raise ValueError(f"cannot reshape shape {list(shape)} ({n} elements) into {dims} "
-                         f"({known} elements)")
-    if isinstance(x, Shaped):
-        return Shaped(tuple(dims))
-    import numpy as np
-    return np.reshape(x, dims)
-
-
-def _roll(x, shift: int, axis: int | None):
-    if axis is not None:
-        _axis(axis, _shape(x), "roll()")
-    if isinstance(x, Shaped):
-        return x
-    import numpy as np
-    return np.roll(x, shift, axis=axis)
-
-
-def _astype(x, dtype):
-    """Round (or wrap) to `dtype`'s values; the result is float64 (int64, or
-    uint64 for u64) so that later arithmetic stays exact, and a bf16 or fp8 array
-    is never NumPy's opaque type."""
-    if dtype.name == "fp8e4b15":
-        raise ValueError("astype() to fp8e4b15 is not supported (NumPy has no such type)")
-    if isinstance(x, Shaped):
-        return x
-    import warnings
-
-    import numpy as np
-    with warnings.catch_warnings():         # out of range is the user's data: no warning
-        warnings.simplefilter("ignore", RuntimeWarning)
-        rounded = np.asarray(x).astype(dtype.numpy_dtype())
-    wide = np.float64 if dtype.kind == "float" else np.uint64 if dtype.name == "u64" else np.int64
-    return rounded.astype(wide)
-
-
-def _index(x, parts: list):
-    shape = _shape(x)
-    if len(parts) > len(shape):
-        raise ValueError(f"{len(parts)} indices for shape {list(shape)}")
-    out: list[int] = []
-    for part, n in zip(parts, shape):
-        if isinstance(part, slice):
-            out.append(len(range(n)[part]))
-        elif not -n <= part < n:
-            raise ValueError(f"index {part} is out of range for size {n} in shape {list(shape)}")
-    out.extend(shape[len(parts):])
-    if isinstance(x, Shaped):
-        return Shaped(tuple(out))
-    return x[tuple(parts)]
 
 
 def _no_strings(node: ast.AST, *values) -> None:

@@ -2,8 +2,9 @@
 
 Sections are read in the order they depend on each other: kernel (which may
 bring Triton's metadata and signature), signature, vars and scalar args
-(resolved together and lazily, since each may name the other), args, launch,
-grid, block, check and bench. Every error names the file, the field path and,
+(resolved together and lazily, since each may name the other: names.py),
+args, launch, grid, block, check and bench (`sweep:` and `constraints:` are
+the sweep space's: sweep.py). Every error names the file, the field path and,
 where YAML gives it, the line.
 """
 from __future__ import annotations
@@ -13,22 +14,19 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .. import signature as sig
-from ..dtypes import ElementType
 from ..errors import SpecError, excerpt, shorten
-from .expr import Expr, parse_expr
-from ..limits import (MAX_ALIGN, MAX_BUFFER_BYTES, MAX_DEVICE_BYTES, MAX_NAMES,
-                      MAX_SHARED_BYTES)
+from ..limits import MAX_ALIGN, MAX_BUFFER_BYTES, MAX_DEVICE_BYTES, MAX_SHARED_BYTES
 from .yamlload import LocatedDict, load_yaml_file
-from .context import SpecContext, colon_hint
+from .context import SpecContext
 from .locate import locate
-from .scalars import check_scalar_value
 from . import sections
-from .args import ArgsBuilder, scalar_entries
+from .args import ArgsBuilder
 from .device_values import DEVICE_NAMES, DeviceValues, unavailable
 from .model import (COMPILERS, KERNEL_KINDS, Bench, BufferArg, Check, KernelRef, Launch,
                     Scratch, Spec, budget_problem)
+from .names import LazyEnv, Names
 
-TOP_LEVEL_KEYS = sections.keys("spec")        # sweep: read by cubinrun.runs
+TOP_LEVEL_KEYS = sections.keys("spec")        # sweep: and constraints: read by sweep.py
 
 ARCH_PATTERN = re.compile(r"sm_\d+[af]?")
 _TEMPLATE_NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -49,25 +47,6 @@ def load_spec(path: str | Path, overrides: Mapping[str, str] | None = None,
         return _SpecBuilder(path, tree, overrides or {}, device or unavailable()).build()
     except SpecError as exc:
         raise locate(exc, path, tree) from None
-
-
-class SweptOverrides(dict):
-    """Overrides of one sweep point: --set's and the point's values (`swept`
-    names the latter), so that a message calls a bad value what the user
-    wrote, a sweep's value or --set's."""
-
-    def __init__(self, values: Mapping[str, str], swept: Sequence[str]):
-        super().__init__(values)
-        self.swept = frozenset(swept)
-
-
-def var_values(path: str | Path, tree: Any, overrides: Mapping[str, str]) -> Mapping[str, Any]:
-    """The spec's vars with `overrides` (a sweep point, --set), each resolved on
-    first use, for expressions over vars alone (sweep constraints): no
-    signature, args or device. SpecError (with the var's line) as load_spec."""
-    builder = _SpecBuilder(Path(path), tree, overrides, unavailable())
-    builder.names = _Names(builder, sig.Signature(()))
-    return _LazyEnv(builder.names)
 
 
 def parse_overrides(pairs: Sequence[str]) -> dict[str, str]:
@@ -101,7 +80,7 @@ class _SpecBuilder(SpecContext):
             from .triton_args import check_signature_names
             check_signature_names(self, self.triton, signature)
         constants = self.constants(signature)
-        self.names = _Names(self, signature)
+        self.names = Names(self, signature)
         args_builder = ArgsBuilder(self, signature)
         args, buffers = args_builder.build()
         from .globals_section import read_globals
@@ -199,7 +178,7 @@ class _SpecBuilder(SpecContext):
         before the signature that would give scalar args."""
         if not isinstance(text, str) or "{" not in text:
             return text
-        names = self.names = _Names(self, sig.Signature(()))    # replaced once the signature is known
+        names = self.names = Names(self, sig.Signature(()))    # replaced once the signature is known
 
         def value(match: re.Match) -> str:
             var = match.group(1)
@@ -417,7 +396,7 @@ class _SpecBuilder(SpecContext):
             if subscript is not None:
                 from .expr import region_shape
                 try:
-                    where = region(subscript, _LazyEnv(self.names))
+                    where = region(subscript, LazyEnv(self.names))
                     region_shape(where, outputs[name].shape)
                 except (SpecError, ValueError) as exc:
                     why = exc.message if isinstance(exc, SpecError) else str(exc)
@@ -489,192 +468,6 @@ class _SpecBuilder(SpecContext):
                                      f"bench.{key}", node, key)
                 got[key] = value
         return Bench(**got)
-
-
-class _Names:
-    """vars and top-level scalar args, resolved lazily: each may name the other."""
-
-    def __init__(self, builder: _SpecBuilder, signature: sig.Signature):
-        self.b = builder
-        t = builder.tree
-        node = t.get("vars", LocatedDict())
-        if not isinstance(node, dict):
-            raise builder.error("must be a mapping of name to number or expression"
-                                + colon_hint(node), "vars", t, "vars")
-        self.var_node = node
-        self.raw: dict[str, tuple[Any, str, Any, Any]] = {}   # name -> (value, field, parent, key)
-        for name, value in node.items():
-            if not isinstance(name, str) or not name.isidentifier():
-                raise builder.error(f"var name {excerpt(name)} is not an identifier", "vars", node, name)
-            self.raw[name] = (value, f"vars.{name}", node, name)
-        for name, value in builder.overrides.items():
-            if name not in self.raw:
-                known = shorten(", ".join(self.raw) or "none", 200)
-                raise SpecError(f"--set {name}: no such var (vars: {known})")
-            origin = f"the swept {name}" if name in getattr(builder.overrides, "swept", ()) \
-                else f"--set {name}"
-            self.raw[name] = (value, origin, None, None)
-        self.var_names = list(self.raw)
-        self.scalar_types: dict[str, ElementType] = {}
-        args = t.get("args", LocatedDict())
-        for name, dtype, given, value, field, parent, key in scalar_entries(signature, args):
-            self.scalar_types[name] = dtype
-            if name in self.raw:
-                self._check_shared_name(name, args)
-            elif given:
-                self.raw[name] = (value, field, parent, key)
-        if len(self.raw) > MAX_NAMES:
-            raise builder.error(f"more than {MAX_NAMES} vars and scalar args", "vars", t, "vars")
-        self.values: dict[str, int | float] = {}
-        self.device_values: dict[str, int] = {}     # the device values the spec used
-
-    def _check_shared_name(self, name: str, args: Any) -> None:
-        """A scalar arg named like a var (`vars: {M: 512}`, `args: {M: M}`, as Triton
-        kernels with params M, N, K invite) takes the var's value, so `--set M=...`
-        and sweep axes reach it; any other value would make `M` mean two things."""
-        if isinstance(args, dict) and name in args and args[name] != name:
-            raise self.b.error(f"a scalar argument named like the var {excerpt(name)} takes the "
-                               f"var's value: write `{name}: {name}` or rename one of them",
-                               f"args.{name}", args, name)
-
-    def known(self) -> list[str]:
-        return list(self.raw) + [n for n in DEVICE_NAMES if n not in self.raw]
-
-    def get(self, name: str) -> int | float:
-        if name in self.values:
-            return self.values[name]
-        if name not in self.raw:
-            if name in DEVICE_NAMES:            # a var of that name would have won
-                value = self.device_values[name] = self.b.device.get(name)
-                return value
-            raise KeyError(name)
-        # Resolve what `name` depends on first, in order, without recursion: a
-        # chain of 150 vars must not exhaust Python's stack.
-        for each in self._order(name):
-            self.values[each] = self._resolve(each)
-        return self.values[name]
-
-    def _depends_on(self, name: str) -> list[str]:
-        value, field, parent, key = self.raw[name]
-        if isinstance(value, (bool, float)):
-            return []
-        names = self.b.expr(value, field, parent, key).names
-        return sorted(n for n in names if n in self.raw and n not in self.values)
-
-    def _order(self, name: str) -> list[str]:
-        """`name` and the unresolved names it needs, each after its own needs."""
-        order: list[str] = []
-        done: set[str] = set()
-        path = [name]
-        stack = [iter(self._depends_on(name))]
-        while stack:
-            for dep in stack[-1]:
-                if dep in done:
-                    continue
-                if dep in path:
-                    cycle = " -> ".join(path[path.index(dep):] + [dep])
-                    _, field, parent, key = self.raw[dep]
-                    raise self.b.error(f"circular definition: {cycle}", field, parent, key)
-                path.append(dep)
-                stack.append(iter(self._depends_on(dep)))
-                break
-            else:
-                stack.pop()
-                done.add(path[-1])
-                order.append(path.pop())
-        return order
-
-    def _resolve(self, name: str) -> int | float:
-        value, field, parent, key = self.raw[name]
-        if name in self.scalar_types:
-            return self._scalar(name, value, field, parent, key)
-        if isinstance(value, bool) and field.startswith("vars."):
-            raise self.b.error("must be a number or an expression, got a boolean",
-                               field, parent, key)
-        try:
-            return self.b.evaluate(value, field, parent, key)
-        except SpecError as exc:
-            if isinstance(value, str) and value.isidentifier() and value not in self.known() \
-                    and exc.message.startswith("unknown name"):
-                # a string for a string axis's var (`--set K=naive`) is a quoted literal
-                exc.message += f"; a string is quoted: {excerpt(chr(39) + value + chr(39))}"
-            raise
-
-    def _scalar(self, name, value, field, parent, key):
-        dtype = self.scalar_types[name]
-        if isinstance(value, bool) and dtype.kind == "bool":
-            return int(value)
-        if isinstance(value, float):                # YAML's .inf / .nan / -0.0 stay exact
-            result = value
-        else:
-            result = self.b.evaluate(value, field, parent, key)
-        try:
-            return check_scalar_value(dtype, result)
-        except SpecError as exc:
-            if isinstance(result, float) and dtype.kind != "float" and \
-                    (blame := self.blame_float(value, field)):
-                raise blame from None
-            raise self.b.error(exc.message, field, parent, key) from None
-
-    def blame_float(self, value: Any, used_in: str) -> SpecError | None:
-        """The error for a float where `used_in` needs an integer, at the var the
-        float came from: `vars: {N: 1e3}` (a float in YAML 1.2) used as a shape is
-        wrong where it was written, not where it was used. Follows vars that
-        name float vars to the first one; None when no var in `value` holds a
-        float (the expression itself made it, e.g. `N / 2`)."""
-        culprit, name, seen = None, self._float_var_in(value), set()
-        while name is not None and name not in seen:
-            seen.add(name)
-            culprit, name = name, self._float_var_in(self.raw[name][0])
-        if culprit is None:
-            return None
-        raw, field, parent, key = self.raw[culprit]
-        number = self.values[culprit]
-        literal = isinstance(raw, float) or not self.b.expr(raw, field, parent, key).names
-        fix = (f": write {int(number)}" if literal and number.is_integer()
-               else ": // divides to an integer" if "/" in str(raw) else "")
-        written = "is" if isinstance(raw, float) else f"{excerpt(raw)} is"
-        return self.b.error(f"{written} {number!r}, a float, but {used_in} needs an "
-                            f"integer{fix}", field, parent, key)
-
-    def _float_var_in(self, value: Any) -> str | None:
-        if isinstance(value, (bool, float)):
-            return None
-        try:
-            names = parse_expr(value).names
-        except SpecError:
-            return None
-        return next((n for n in sorted(names)
-                     if n in self.raw and isinstance(self.values.get(n), float)), None)
-
-    def value_of(self, expr: Expr) -> int | float:
-        env = _LazyEnv(self)
-        return expr.evaluate(env)
-
-    def vars(self) -> dict[str, int | float]:
-        return {name: self.get(name) for name in self.var_names}
-
-    def scalars(self) -> dict[str, int | float]:
-        return {name: self.get(name) for name in self.scalar_types if name in self.raw}
-
-
-class _LazyEnv(Mapping):
-    """The expression environment: names resolve on first use."""
-
-    def __init__(self, names: _Names):
-        self.names = names
-
-    def __getitem__(self, key):
-        return self.names.get(key)
-
-    def __iter__(self):
-        return iter(self.names.known())
-
-    def __len__(self):
-        return len(self.names.known())
-
-    def __contains__(self, key):
-        return key in self.names.raw or key in DEVICE_NAMES
 
 
 def _prod(values) -> int:

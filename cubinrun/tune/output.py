@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..runs.axes import override_text
+from ..specfile.axes import override_text
 from .evaluate import Evaluation, Objective
 
 

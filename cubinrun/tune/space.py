@@ -7,7 +7,7 @@ and CMA-ES and the GP, which need numbers, can search it; a string axis is
 categorical. `valid` holds the points the constraints leave, in sweep order:
 strategies only ever get one of them measured.
 
-The axes and the constraints are those of `launch` (runs/space.py).
+The axes and the constraints are those of `launch` (specfile/sweep.py).
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from typing import Any, Sequence
 
 from ..errors import SpecError, UsageError
 from ..results.reader import point_key
-from ..runs.axes import Axis, AxisError, cli_axis
-from ..runs.space import point_overrides
+from ..specfile.axes import Axis, AxisError, cli_axis
+from ..specfile.sweep import point_overrides
 
 Point = dict[str, Any]
 
@@ -79,10 +79,10 @@ def _numeric(axis: Axis) -> bool:
 
 def load_space(spec: str, overrides: dict[str, str], axis_texts: Sequence[str] = (),
                constraints: Sequence[str] = ()) -> TuneSpace:
-    """The space of `spec` (runs/space.py: its axes with `--axis` and `--set`, its
+    """The space of `spec` (specfile/sweep.py: its axes with `--axis` and `--set`, its
     constraints and `--constraint`); a spec with no axis left to search is a
     usage error."""
-    from ..runs.space import sweep_space
+    from ..specfile.sweep import sweep_space
     cli_axes = [cli_axis(text) for text in axis_texts]
     try:
         space = sweep_space(spec, overrides, cli_axes, constraints)
