@@ -88,11 +88,21 @@ def test_globals_are_read_into_the_spec(write):
     ("d_calls: {dtype: u33, value: 7}", "unknown dtype 'u33'"),
     ("d_calls: {dtype: u32, value: 7, init: zeros}", "takes value, not init"),
     ("x: {dtype: u32, value: 7}", "also a buffer argument"),
+    ("d_calls: {dtype: u8, value: 256}", "256 is out of range for u8"),
+    ("d_calls: {dtype: u32, value: 2.5}", "u32 needs an integer"),
 ])
 def test_bad_global_entries_name_the_field(write, entry, fragment):
     with pytest.raises(SpecError, match=fragment) as err:
         load_spec(write(SPEC.replace("d_calls: {dtype: u32, value: 7}", entry)))
     assert err.value.line == 6 and err.value.file.endswith("spec.yaml")
+
+
+def test_an_integer_fill_that_does_not_fit_is_refused_where_it_is_written(write):
+    spec = SPEC.replace("seed: 3}}", "seed: 3}}\n"
+                        "  d_big: {dtype: i8, shape: [2],\n    init: {fill: 300}}")
+    with pytest.raises(SpecError, match="300 is out of range for i8") as err:
+        load_spec(write(spec))
+    assert err.value.field == "globals.d_big.init.fill" and err.value.line == 7
 
 
 def test_dry_run_checks_each_global_against_the_cubin(write, capsys):

@@ -140,24 +140,12 @@ def one_run(spec_path: str, overrides: tuple[str, ...], device: int | None):
     (profile, repro): (its plan, its overrides as NAME=VALUE words). A spec whose
     sweep has several points is a usage error asking for --set; device values
     come from device `device` (0), read only if the spec names one."""
-    from ..errors import UsageError
     from ..gpu.props import device_values_of
-    from ..pipeline.prepare import plan_spec
-    from ..runs.expand import expand
+    from ..pipeline.prepare import plan_one_point
     from ..specfile import parse_overrides
-    tasks = expand([spec_path], parse_overrides(overrides))
-    task = tasks[0]
-    if task.error is not None:
-        raise task.error
-    if len(tasks) == 1 and task.skipped is not None:
-        raise UsageError(f"{spec_path}: the point fails the constraint {task.skipped}: "
-                         f"pick another with --set")
-    if len(tasks) > 1:
-        example = " ".join(f"--set {name}={value}" for name, value in task.point.items())
-        raise UsageError(f"{spec_path}: its sweep has {len(tasks)} points and this command runs "
-                         f"one: pick it with --set (e.g. {example})")
-    plan = plan_spec(spec_path, task.overrides, device_values_of(device or 0))
-    return plan, tuple(f"{k}={v}" for k, v in task.overrides.items())
+    plan, point = plan_one_point(spec_path, parse_overrides(overrides),
+                                 device_values_of(device or 0))
+    return plan, tuple(f"{k}={v}" for k, v in point.items())
 
 
 def optional_value(args: list[str], option: str, takes: Callable[[str], bool],

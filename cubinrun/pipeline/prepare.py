@@ -12,11 +12,13 @@ from typing import Mapping
 
 from ..binary.load import Binary, load_binary
 from ..binary.validate import check_arch, validate
+from ..errors import SpecError
 from ..plan.make import Plan, make_plan
 from ..plan.specialization import check_plan
 from ..specfile import Spec, load_spec
 from ..specfile.device_values import DeviceValues
-from ..specfile.locate import located
+from ..specfile.locate import locate, located
+from ..specfile.sweep import one_point
 
 
 @dataclass(frozen=True)
@@ -48,12 +50,22 @@ def plan_spec(path: str | Path, overrides: Mapping[str, str] | None = None,
     after reads it) and checked, and its host data and check references checked
     without making them, so their mistakes are found before any binary or GPU."""
     from ..hostdata.dry_checks import check_data
-    with located(path):
+    try:
         spec = load_spec(path, overrides, device=device)
         plan = make_plan(spec)
         check_plan(plan)
         check_data(spec)
+    except SpecError as error:          # as `located` does: the file and the field's line
+        raise locate(error, path) from None
     return plan
+
+
+def plan_one_point(path: str | Path, overrides: Mapping[str, str],
+                   device: DeviceValues | None = None) -> tuple[Plan, dict[str, str]]:
+    """plan_spec at the spec's one point (specfile.sweep.one_point: a sweep of
+    several points is a usage error), and that point's overrides."""
+    point = one_point(path, overrides)
+    return plan_spec(path, point, device), point
 
 
 def prepare(plan: Plan, device=None, arch: str | None = None, load=None,

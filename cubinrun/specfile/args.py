@@ -114,7 +114,7 @@ class ArgsBuilder:
         if dtype is None:
             raise b.error("needs a dtype", f"{field}.dtype", parent, key)
         shape = self.shape(node, dtype, field)
-        init = self.init(node.get("init", "zeros"), f"{field}.init", node, "init")
+        init = self.init(node.get("init", "zeros"), f"{field}.init", node, "init", dtype)
         save = None
         if "save" in node:
             save = b.resolve_path(node["save"], f"{field}.save", node, "save", must_exist=False)
@@ -142,6 +142,15 @@ class ArgsBuilder:
         self.aliases.append((ref, field, node))
         return ref
 
+    def check_fill(self, dtype, value: Any, field: str, parent: Any, key: Any) -> None:
+        """An integer buffer's fill value fits its dtype (SpecError at its line)."""
+        if dtype is None or dtype.kind == "float":
+            return
+        try:
+            check_scalar_value(dtype, value)
+        except SpecError as exc:
+            raise self.b.error(exc.message, field, parent, key) from None
+
     def shape(self, node: Any, dtype, field: str) -> tuple[int, ...]:
         """`node["shape"]`: one to MAX_DIMS sizes, the array within MAX_BUFFER_BYTES."""
         b = self.b
@@ -164,7 +173,9 @@ class ArgsBuilder:
                           f"{MAX_BUFFER_BYTES} (1 TiB)", f"{field}.shape", node, "shape")
         return shape
 
-    def init(self, value: Any, field: str, parent: Any, key: Any) -> Init:
+    def init(self, value: Any, field: str, parent: Any, key: Any, dtype=None) -> Init:
+        """`init:` of a buffer of `dtype`; an integer fill is checked against the
+        dtype here, where its line is known (a float's rounding is the data's)."""
         b = self.b
         if isinstance(value, str):
             if value not in INIT_NAMES:
@@ -183,9 +194,10 @@ class ArgsBuilder:
             raise b.error(f"{excerpt(extra[0])} does not go with {kind}", f"{field}.{extra[0]}", node, extra[0])
         if kind == "fill":
             fill = node["fill"]
-            if isinstance(fill, (bool, int, float)):
-                return Init("fill", value=fill)
-            return Init("fill", value=b.evaluate(fill, f"{field}.fill", node, "fill"))
+            if not isinstance(fill, (bool, int, float)):
+                fill = b.evaluate(fill, f"{field}.fill", node, "fill")
+            self.check_fill(dtype, fill, f"{field}.fill", node, "fill")
+            return Init("fill", value=fill)
         if kind == "file":
             path = b.resolve_path(node["file"], f"{field}.file", node, "file")
             if path.suffix != ".npy":

@@ -51,11 +51,13 @@ def read_globals(builder, args_builder, buffers: dict[str, BufferArg]
             value = entry["value"]
             if not isinstance(value, (bool, float)):
                 value = b.evaluate(value, f"{field}.value", entry, "value")
+            args_builder.check_fill(dtype, value, f"{field}.value", entry, "value")
             found[name] = BufferArg(name, dtype, (), Init("fill", value=value),
                                     section="globals")
         else:
             shape = args_builder.shape(entry, dtype, field)
-            init = args_builder.init(entry.get("init", "zeros"), f"{field}.init", entry, "init")
+            init = args_builder.init(entry.get("init", "zeros"), f"{field}.init", entry, "init",
+                                     dtype)
             found[name] = BufferArg(name, dtype, shape, init, section="globals")
         if isinstance(node, LocatedDict) and (line := node.line_of(name)) is not None:
             lines[name] = line

@@ -216,6 +216,30 @@ def sweep_space(spec: str | Path, overrides: Mapping[str, str] | None = None,
     return space
 
 
+def one_point(spec: str | Path, overrides: Mapping[str, str]) -> dict[str, str]:
+    """The overrides (--set and the swept values) of the spec's one point, for
+    commands that run one launch (profile, repro): a sweep of several points,
+    or a point a constraint skips, is a usage error asking for --set."""
+    spec = str(spec)
+    try:
+        space = sweep_space(spec, overrides)
+        points = list(space.points())
+    except AxisError as exc:
+        raise SpecError(str(exc), file=spec) from None
+    except SpecError as exc:
+        raise exc.located(file=spec)
+    if len(points) > 1:
+        example = " ".join(f"--set {name}={override_text(value)}"
+                           for name, value in points[0].values.items())
+        raise UsageError(f"{spec}: its sweep has {len(points)} points and this command runs "
+                         f"one: pick it with --set (e.g. {example})")
+    point = points[0]
+    if not point.runnable:
+        raise UsageError(f"{spec}: the point fails the constraint {point.skip_reason}: "
+                         f"pick another with --set")
+    return dict(point.overrides)
+
+
 def _spec_axes(tree: Any, var_names: list[str]) -> dict[str, Axis]:
     sweep = tree.get("sweep")
     axes: dict[str, Axis] = {}
