@@ -47,12 +47,13 @@ def plain_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
 def plain_lines(header: Sequence[str], rows: Iterable[Sequence[str]],
                 rest: Iterable[Sequence[str]] = ()) -> Iterator[str]:
     """plain_table's lines, `rest` streamed after `rows` in columns as wide as
-    `rows` made them (a wider cell there pushes its row's next cells right)."""
-    rows = [[str(c) for c in row] for row in rows]
+    `rows` made them (a wider cell there pushes its row's next cells right);
+    each cell's control characters escaped (printable)."""
+    rows = [[printable(str(c)) for c in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
 
     def line(cells) -> str:
-        return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+        return "  ".join(printable(str(c)).ljust(w) for c, w in zip(cells, widths)).rstrip()
     yield line(header)
     yield line("-" * w for w in widths)
     for row in itertools.chain(rows, rest):
@@ -68,3 +69,34 @@ def finite(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [finite(v) for v in value]
     return value
+
+
+def counted(n: int, word: str) -> str:
+    """3, "commit" -> "3 commits"; 1 -> "1 commit"."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def printable(text: str) -> str:
+    """`text` as a terminal may show it: each character that is not printable
+    (an escape sequence's ESC, a carriage return, a bidi override) as its
+    Python escape (\\x1b), so that a name read from a file shows what it
+    holds and never moves the cursor, colours or hides the output."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
+# What GitHub-flavoured Markdown reads as markup (emphasis, code, links, a
+# cell's end, `:emoji:`, `$math$`, `@mention`; `.` and `:` make autolinks); a
+# backslash makes each literal (CommonMark: any ASCII punctuation may be escaped).
+_MARKDOWN_PUNCTUATION = frozenset("\\`*_{}[]()#+-.!|~:$@")
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def markdown_text(text: str) -> str:
+    """`text` shown as written in GitHub-flavoured Markdown, in a table cell
+    too: HTML's `<`, `>`, `&` as entities (`<img ...>` or `reduce<float>`
+    are not tags), the rest of the punctuation escaped (no emphasis, link,
+    autolink or cell break), control characters as in printable()."""
+    return "".join(_HTML.get(c) or ("\\" + c if c in _MARKDOWN_PUNCTUATION else c)
+                   for c in printable(text))
