@@ -6,6 +6,8 @@ import itertools
 import math
 from typing import Any, Iterable, Iterator, Sequence
 
+from .errors import UsageError, one_line
+
 
 def human_bytes(n: float) -> str:
     """1536 -> "1.50 KiB"; below 1 KiB plain bytes."""
@@ -23,7 +25,6 @@ def dims(values: Iterable) -> str:
 
 def parse_fraction(text: str | float, option: str) -> float:
     """`3%` or `0.03` (for `option`, named in the error) as a fraction in [0, 1)."""
-    from .errors import UsageError
     raw = str(text).strip()
     try:
         value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
@@ -48,12 +49,13 @@ def plain_lines(header: Sequence[str], rows: Iterable[Sequence[str]],
                 rest: Iterable[Sequence[str]] = ()) -> Iterator[str]:
     """plain_table's lines, `rest` streamed after `rows` in columns as wide as
     `rows` made them (a wider cell there pushes its row's next cells right);
-    each cell's control characters escaped (printable)."""
-    rows = [[printable(str(c)) for c in row] for row in rows]
+    each cell's control characters escaped (errors.one_line: a name from a results
+    file may hold a terminal's escape sequences)."""
+    rows = [[one_line(str(c)) for c in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
 
     def line(cells) -> str:
-        return "  ".join(printable(str(c)).ljust(w) for c, w in zip(cells, widths)).rstrip()
+        return "  ".join(one_line(str(c)).ljust(w) for c, w in zip(cells, widths)).rstrip()
     yield line(header)
     yield line("-" * w for w in widths)
     for row in itertools.chain(rows, rest):
@@ -76,16 +78,6 @@ def counted(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def printable(text: str) -> str:
-    """`text` as a terminal may show it: each character that is not printable
-    (an escape sequence's ESC, a carriage return, a bidi override) as its
-    Python escape (\\x1b), so that a name read from a file shows what it
-    holds and never moves the cursor, colours or hides the output."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
-
-
 # What GitHub-flavoured Markdown reads as markup (emphasis, code, links, a
 # cell's end, `:emoji:`, `$math$`, `@mention`; `.` and `:` make autolinks); a
 # backslash makes each literal (CommonMark: any ASCII punctuation may be escaped).
@@ -97,6 +89,6 @@ def markdown_text(text: str) -> str:
     """`text` shown as written in GitHub-flavoured Markdown, in a table cell
     too: HTML's `<`, `>`, `&` as entities (`<img ...>` or `reduce<float>`
     are not tags), the rest of the punctuation escaped (no emphasis, link,
-    autolink or cell break), control characters as in printable()."""
+    autolink or cell break), control characters escaped as errors.one_line does."""
     return "".join(_HTML.get(c) or ("\\" + c if c in _MARKDOWN_PUNCTUATION else c)
-                   for c in printable(text))
+                   for c in one_line(text))

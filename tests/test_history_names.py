@@ -18,7 +18,7 @@ from conftest import PACKAGE_PARENT
 from historydata import DEVICE, add_args, result, sha, write_commits
 from test_cli import run
 
-from cubinrun.text import printable
+from cubinrun.errors import one_line
 
 pytest.importorskip("alembic", reason="cubinrun history needs the history extra")
 pytest.importorskip("ruptures", reason="cubinrun history needs the history extra")
@@ -88,7 +88,7 @@ def test_the_markdown_summary_shows_each_name_as_written(store):
     assert set(cells.tags) == {"h3", "p", "a", "table", "thead", "tbody", "tr", "th", "td"}
     assert html.count("<a href=") == 1 + 2 * len(NAMES)
     shown = cells.cells[6::6]
-    assert sorted(shown) == sorted(f"{printable(name)} on {DEVICE['name']}" for name in NAMES)
+    assert sorted(shown) == sorted(f"{one_line(name)} on {DEVICE['name']}" for name in NAMES)
     assert cells.cells[7::6] == ["REGRESSION"] * len(NAMES)
     assert f'href="https://example.org/c/{sha(COMMITS - 1)}"' in html
 
@@ -119,7 +119,7 @@ def test_history_prints_names_without_their_control_characters(store, command):
     done = cubinrun(*command, "--db", db, cwd=folder)
     assert done.returncode in (0, 5), done.stderr
     assert "\x1b" not in done.stdout and "\r" not in done.stdout and "\u202e" not in done.stdout
-    assert printable(ESCAPES) in done.stdout and "bench/\\x1b[31mred" in done.stdout
+    assert one_line(ESCAPES) in done.stdout and "bench/\\x1b[31mred" in done.stdout
     assert "[bold]x[/bold].yaml on" in done.stdout
 
 

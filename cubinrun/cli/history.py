@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import EXIT_REGRESSION, UsageError
+from ..errors import EXIT_REGRESSION, UsageError, one_line
 from .common import complete_results, existing, json_option
 
 db_option = click.option(
@@ -140,7 +140,7 @@ def check(db, branch, since, threshold, match, markdown_path, commit_url, as_jso
     the commits from there on first made it certain."""
     from ..history.check import markdown
     from ..history.report import check_commit_url
-    from ..text import parse_fraction, printable
+    from ..text import parse_fraction
     fraction = parse_fraction(threshold, "--threshold")
     commit_url = check_commit_url(commit_url)
     engine = _engine(db)
@@ -156,14 +156,14 @@ def check(db, branch, since, threshold, match, markdown_path, commit_url, as_jso
                     "series": [v.to_json() for v in verdicts]})
     else:
         for verdict in verdicts:
-            line = f"{verdict.word:<10} {printable(verdict.series.name)}"
+            line = f"{verdict.word:<10} {one_line(verdict.series.name)}"
             for step in verdict.regressions:
                 line += (f": {step.ratio - 1:+.1%} ({step.before_us:.4g} -> "
-                         f"{step.after_us:.4g} us) in {printable(step.previous[:10])}.."
-                         f"{printable(step.commit[:10])}")
+                         f"{step.after_us:.4g} us) in {one_line(step.previous[:10])}.."
+                         f"{one_line(step.commit[:10])}")
             print(line)
         print(f"{len(regressions)} regression(s) beyond {fraction:.1%} from "
-              f"{printable(since[:10])} on, {len(verdicts)} series on {printable(branch)}")
+              f"{one_line(since[:10])} on, {len(verdicts)} series on {one_line(branch)}")
     if regressions:
         sys.exit(EXIT_REGRESSION)
 
@@ -212,7 +212,7 @@ def list_series(db, as_json) -> None:
     """Every series with its runs, commits and newest commit date."""
     from ..history import store
     from ..history.check import series_order
-    from ..text import counted, printable
+    from ..text import counted
     rows = sorted(store.listing(_engine(db)), key=lambda row: series_order(
         row["spec"], row["kernel"], row["point"], row["device"]))
     if as_json:
@@ -222,7 +222,7 @@ def list_series(db, as_json) -> None:
     for row in rows:
         point = ", ".join(f"{k}={v}" for k, v in row["point"].items())
         name = (row["spec"] or row["kernel"] or "?") + (f" [{point}]" if point else "")
-        print(f"{printable(name)} on {printable(row['device'])}: {counted(row['runs'], 'run')}, "
+        print(f"{one_line(name)} on {one_line(row['device'])}: {counted(row['runs'], 'run')}, "
               f"{counted(row['commits'], 'commit')}, newest {row['newest'][:10]}")
     print(f"{len(rows)} series")
 

@@ -18,7 +18,7 @@ RICH_TABLE_ROWS = 1000
 def draw(console, columns: Sequence[tuple[str, str]], rows: list[list], min_widths=None) -> None:
     """`columns`: (name, justify); each cell a str or a rich Text (its style is
     dropped in plain columns), shown as text (never as rich markup) with its
-    control characters escaped (text.printable: a name from a results file
+    control characters escaped (errors.one_line: a name from a results file
     may hold a terminal's escape sequences)."""
     if len(rows) > RICH_TABLE_ROWS:
         from ..text import plain_table
@@ -38,12 +38,12 @@ def _shown(cell):
     """A cell as rich Text, its control characters escaped."""
     from rich.text import Text
 
-    from ..text import printable
+    from ..errors import one_line
     if not isinstance(cell, Text):
-        return Text(printable(str(cell)))
+        return Text(one_line(str(cell)))
     if not cell.plain.isprintable():
         cell = cell.copy()
-        cell.plain = printable(cell.plain)
+        cell.plain = one_line(cell.plain)
     return cell
 
 
