@@ -109,6 +109,13 @@ def test_one_commit_is_one_commit(site):
 
 
 def test_the_extreme_pages_load_in_chromium_without_errors(site, browser):  # noqa: F811
+    index, errors, _ = opened(browser, site / "index.html")
+    assert errors == [] and index.locator("tbody tr").count() == len(EXTREME) + 4
+    spark = index.locator("svg.spark polyline")
+    assert spark.count() == len(EXTREME) + 4 - 1                # the untimed series has none
+    for i in range(spark.count()):
+        assert not re.search(r"nan|inf", spark.nth(i).get_attribute("points"), re.I)
+    index.close()
     for spec, values in EXTREME.items():
         page, errors, _ = opened(browser, page_of(site, spec))
         assert errors == []
