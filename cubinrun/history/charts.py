@@ -124,9 +124,9 @@ class _Scale:
         return value / self.unit
 
     def pixel(self, value: float) -> float:
-        at = (self._position(value) - self.low) / (self.high - self.low)
-        at = min(max(at, 0.0), 1.0) if not math.isnan(at) else 0.0
-        return self.bottom + at * (self.top - self.bottom)
+        """Where `value` is drawn: off the axis, at its nearer edge (max()
+        keeps its first argument against a NaN)."""
+        return self._pixel_at(min(self.high, max(self.low, self._position(value))))
 
     def ticks(self) -> list[tuple[float, str]]:
         """(pixel, label) of round values on the axis, none below zero:
@@ -147,8 +147,8 @@ class _Scale:
         return ticks
 
     def _pixel_at(self, position: float) -> float:
-        return self.bottom + (position - self.low) / (self.high - self.low) * (self.top
-                                                                               - self.bottom)
+        fraction = (position - self.low) / (self.high - self.low)
+        return self.bottom + fraction * (self.top - self.bottom)
 
 
 def _round_step(raw: float) -> float:

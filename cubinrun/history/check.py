@@ -8,8 +8,8 @@ import datetime
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from . import process_shift
 from ..text import markdown_text
+from . import process_shift
 from .changes import find_changes
 from .store import Series
 
@@ -73,8 +73,8 @@ class Verdict:
 def series_order(spec: str | None, kernel: str | None, point: dict, device: str) -> tuple:
     """How series are listed: by spec (or kernel), then its point with
     numbers in numeric order (N=262144 before N=1048576), then the device."""
-    values = tuple((name, (0, value, "") if isinstance(value, (int, float)) else (1, 0, str(value)))
-                   for name, value in point.items())
+    values = tuple((name, (0, value, "") if isinstance(value, (int, float))
+                    else (1, 0, str(value))) for name, value in point.items())
     return spec or kernel or "?", values, device
 
 

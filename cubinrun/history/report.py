@@ -14,8 +14,8 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..files import output_problem, write_output
-from .charts import chart, sparkline
 from ..text import counted
+from .charts import chart, sparkline
 from .check import Verdict, series_order
 
 _STYLE = """
