@@ -142,18 +142,24 @@ def relocated(text: str, spec: str, destination: str) -> tuple[str, list[str]]:
                          f"{destination})")
             continue
         moves.append((keys, value, line, (moved or str(source / file)) + colon + function))
-    edited = _moved_lines(lines, moves)
-    if edited is not None:
-        return "\n".join(edited) + "\n", notes
-    import yaml
     plain = json.loads(json.dumps(tree))
     for keys, _, _, new in moves:
-        holder = plain
-        for k in keys[:-1]:
-            holder = holder[k]
-        holder[keys[-1]] = new
+        _at(plain, keys[:-1])[keys[-1]] = new
+    edited = _moved_lines(lines, moves)
+    if edited is not None:
+        result = "\n".join(edited) + "\n"
+        # read back as the moves meant (a plain path can end a flow mapping early)
+        if json.loads(json.dumps(load_yaml_text(result, spec))) == plain:
+            return result, notes
+    import yaml
     head = lines[0] + "\n" if lines and lines[0].startswith("#") else ""
     return head + yaml.safe_dump(plain, sort_keys=False), notes
+
+
+def _at(tree, keys: tuple):
+    for k in keys:
+        tree = tree[k]
+    return tree
 
 
 def _spec_paths(tree):
@@ -207,13 +213,17 @@ def _moved_lines(lines: list[str], moves) -> list[str] | None:
     for _, old, line, new in moves:
         if line is None or not 1 <= line <= len(lines):
             return None
-        text = lines[line - 1]
-        spellings = [f'"{old}"', f"'{old}'", old]
-        found = [s for s in spellings if re.search(rf"(?<![\w./-]){re.escape(s)}(?![\w./-])", text)]
-        if not found or text.count(found[0]) != 1:
+        for spelling in (f'"{old}"', f"'{old}'", old):
+            # the value alone, not part of a longer word or path
+            pattern = rf"(?<![\w./'\"-]){re.escape(spelling)}(?![\w./'\"-])"
+            if re.search(pattern, lines[line - 1]):
+                written = json.dumps(new) if spelling != old else _plain_path(new)
+                lines[line - 1], count = re.subn(pattern, lambda _: written, lines[line - 1])
+                if count != 1:
+                    return None
+                break
+        else:
             return None
-        lines[line - 1] = text.replace(found[0], json.dumps(new) if found[0][0] in "\"'" else
-                                       _plain_path(new))
     return lines
 
 
