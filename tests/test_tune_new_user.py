@@ -133,3 +133,16 @@ def test_the_pinned_spec_in_another_folder_names_the_same_files(project, tmp_pat
     done = cubinrun("tune", project, "--replay", replay, "-o", beside, cwd=tmp_path)
     assert done.returncode == 0 and "note:" not in done.stderr
     assert "cubin: kernels/add.cubin" in beside.read_text()
+
+
+def test_paths_in_flow_lists_and_templates_move_with_their_comments(tmp_path):
+    from cubinrun.tune.output import relocated
+    spec = tmp_path / "proj" / "mm.yaml"
+    text = ("# tuned\nkernel:\n  source: mm_{TILE}.cu   # one file per tile\n"
+            "  include: [inc, 'third/inc']\n  name: mm\n"
+            "args:\n  a: {shape: [4], init: {file: \"a_{TILE}.npy\"}, save: a.out.npy}\n"
+            "  b:\n    shape: [4]\n    init: {file: /data/b.npy}\n")
+    moved, notes = relocated(text, str(spec), str(tmp_path / "out" / "best.yaml"))
+    assert notes == [] and moved == text.replace("mm_{", "../proj/mm_{").replace(
+        "[inc, 'third/inc']", '[../proj/inc, "../proj/third/inc"]').replace(
+        '"a_{', '"../proj/a_{').replace("save: a.out", "save: ../proj/a.out")
