@@ -6,6 +6,8 @@ import itertools
 import math
 from typing import Any, Iterable, Iterator, Sequence
 
+from .errors import UsageError, one_line
+
 
 def human_bytes(n: float) -> str:
     """1536 -> "1.50 KiB"; below 1 KiB plain bytes."""
@@ -23,7 +25,6 @@ def dims(values: Iterable) -> str:
 
 def parse_fraction(text: str | float, option: str) -> float:
     """`3%` or `0.03` (for `option`, named in the error) as a fraction in [0, 1)."""
-    from .errors import UsageError
     raw = str(text).strip()
     try:
         value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
@@ -47,14 +48,19 @@ def plain_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
 def plain_lines(header: Sequence[str], rows: Iterable[Sequence[str]],
                 rest: Iterable[Sequence[str]] = ()) -> Iterator[str]:
     """plain_table's lines, `rest` streamed after `rows` in columns as wide as
-    `rows` made them (a wider cell there pushes its row's next cells right)."""
-    rows = [[str(c) for c in row] for row in rows]
+    `rows` made them (a wider cell there pushes its row's next cells right);
+    each cell's control characters escaped (errors.one_line: a name from a results
+    file may hold a terminal's escape sequences)."""
+    rows = [[one_line(str(c)) for c in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
 
     def line(cells) -> str:
-        return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+        text = "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+        if text.isprintable():          # one test a line: a million-line compare streams here
+            return text
+        return "  ".join(one_line(str(c)).ljust(w) for c, w in zip(cells, widths)).rstrip()
     yield line(header)
-    yield line("-" * w for w in widths)
+    yield line(["-" * w for w in widths])
     for row in itertools.chain(rows, rest):
         yield line(row)
 
@@ -68,3 +74,24 @@ def finite(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [finite(v) for v in value]
     return value
+
+
+def counted(n: int, word: str) -> str:
+    """3, "commit" -> "3 commits"; 1 -> "1 commit"."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+# What GitHub-flavoured Markdown reads as markup (emphasis, code, links, a
+# cell's end, `:emoji:`, `$math$`, `@mention`; `.` and `:` make autolinks); a
+# backslash makes each literal (CommonMark: any ASCII punctuation may be escaped).
+_MARKDOWN_PUNCTUATION = frozenset("\\`*_{}[]()#+-.!|~:$@")
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def markdown_text(text: str) -> str:
+    """`text` shown as written in GitHub-flavoured Markdown, in a table cell
+    too: HTML's `<`, `>`, `&` as entities (`<img ...>` or `reduce<float>`
+    are not tags), the rest of the punctuation escaped (no emphasis, link,
+    autolink or cell break), control characters escaped as errors.one_line does."""
+    return "".join(_HTML.get(c) or ("\\" + c if c in _MARKDOWN_PUNCTUATION else c)
+                   for c in one_line(text))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import EXIT_REGRESSION, UsageError
+from ..errors import EXIT_REGRESSION, UsageError, one_line
 from .common import complete_results, existing, json_option
 
 db_option = click.option(
@@ -55,6 +55,10 @@ def add(results, db, commit, branch, date, as_json) -> None:
     items = []
     for path in results:
         for result in read_results(existing(path)):
+            if result.get("status") == "dry-run":
+                # nothing timed: kept, it would be a series that never moves
+                raise UsageError(f"{result.where}: a `launch --dry-run` result, with no "
+                                 "timing to keep; add the results of a real run")
             one_series = series_of(result)
             items.append((one_series, run_of(result, one_series["key"], measured,
                                               Path(path).name)))
@@ -95,10 +99,11 @@ def _branch(engine, branch: str | None) -> str:
 def _verdicts(engine, branch: str, since: str | None, threshold: float, match: str | None):
     """The series' verdicts from the commit `since` (default: the newest) on."""
     from ..history import store
-    from ..history.check import judge_all
+    from ..history.check import judge_all, series_order
     # every series of the branch tells each commit's process shift, --match or not
     every = store.read_series(engine, branch)
-    series = [s for s in every if not match or match in s.name]
+    series = sorted((s for s in every if not match or match in s.name),
+                    key=lambda s: series_order(s.spec, s.kernel, s.point, s.device))
     if not series:
         raise UsageError(f"--match {match}: no series on {branch} has it in its name")
     dates = {p.commit: p.date for s in series for p in s.points}
@@ -151,13 +156,14 @@ def check(db, branch, since, threshold, match, markdown_path, commit_url, as_jso
                     "series": [v.to_json() for v in verdicts]})
     else:
         for verdict in verdicts:
-            line = f"{verdict.word:<10} {verdict.series.name}"
+            line = f"{verdict.word:<10} {one_line(verdict.series.name)}"
             for step in verdict.regressions:
                 line += (f": {step.ratio - 1:+.1%} ({step.before_us:.4g} -> "
-                         f"{step.after_us:.4g} us) in {step.previous[:10]}..{step.commit[:10]}")
+                         f"{step.after_us:.4g} us) in {one_line(step.previous[:10])}.."
+                         f"{one_line(step.commit[:10])}")
             print(line)
-        print(f"{len(regressions)} regression(s) beyond {fraction:.1%} from {since[:10]} on, "
-              f"{len(verdicts)} series on {branch}")
+        print(f"{len(regressions)} regression(s) beyond {fraction:.1%} from "
+              f"{one_line(since[:10])} on, {len(verdicts)} series on {one_line(branch)}")
     if regressions:
         sys.exit(EXIT_REGRESSION)
 
@@ -205,7 +211,10 @@ def report(db, branch, folder, title, match, commit_url, force) -> None:
 def list_series(db, as_json) -> None:
     """Every series with its runs, commits and newest commit date."""
     from ..history import store
-    rows = store.listing(_engine(db))
+    from ..history.check import series_order
+    from ..text import counted
+    rows = sorted(store.listing(_engine(db)), key=lambda row: series_order(
+        row["spec"], row["kernel"], row["point"], row["device"]))
     if as_json:
         from .report import print_json
         print_json({"series": rows})
@@ -213,8 +222,8 @@ def list_series(db, as_json) -> None:
     for row in rows:
         point = ", ".join(f"{k}={v}" for k, v in row["point"].items())
         name = (row["spec"] or row["kernel"] or "?") + (f" [{point}]" if point else "")
-        print(f"{name} on {row['device']}: {row['runs']} runs, {row['commits']} commits, "
-              f"newest {row['newest'][:10]}")
+        print(f"{one_line(name)} on {one_line(row['device'])}: {counted(row['runs'], 'run')}, "
+              f"{counted(row['commits'], 'commit')}, newest {row['newest'][:10]}")
     print(f"{len(rows)} series")
 
 

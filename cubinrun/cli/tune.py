@@ -186,7 +186,7 @@ def _tune(args: TuneArgs) -> int:
 # -- the dry run --
 
 def _dry_run(space, args: TuneArgs) -> int:
-    from ..errors import EXIT_OK
+    from ..errors import EXIT_OK, EXIT_USAGE
     from ..runs.outcome import most_severe
     from ..tune.prebuild import Prebuilder
     from .common import current_arch
@@ -216,7 +216,11 @@ def _dry_run(space, args: TuneArgs) -> int:
         out.print(f"{space.size} points, {len(space.valid)} left by the constraints, "
                   f"{ok} build ({arch}, {time.perf_counter() - started:.1f} s)",
                   markup=False, highlight=False)
-    return EXIT_OK if ok else most_severe(b.exit_code for _, b in failed)
+    if not ok:
+        return most_severe(b.exit_code for _, b in failed)
+    # a point the spec cannot describe is the spec's mistake (launch --dry-run exits 2
+    # for it too); one that does not build is a configuration the tune records as failed
+    return EXIT_USAGE if any(b.exit_code == EXIT_USAGE for _, b in failed) else EXIT_OK
 
 
 def _spec_arch(spec: str) -> str | None:
@@ -401,7 +405,11 @@ def _report(args: TuneArgs, space, objective, gpu, url, name, everything, measur
     if args.output and best is not None:
         note = (f"tuned by cubinrun tune ({args.strategy}, {objective.name}) on {gpu}: "
                 f"{value_text_of(best, objective)}")
-        write_output(args.output, output.pinned_spec(args.spec, best.point, note), args.force)
+        pinned, notes = output.relocated(output.pinned_spec(args.spec, best.point, note),
+                                         args.spec, args.output)
+        write_output(args.output, pinned, args.force)
+        for line in notes:
+            sys.stderr.write(f"note: -o {args.output}: {line}\n")
     if args.plot:
         output.plot(everything, objective, args.plot, f"{args.spec} on {gpu}")
     unchecked = any(e.ok and not e.checked for e in everything)
@@ -501,9 +509,9 @@ def _print_report(document: dict, candidates, objective, best) -> None:
                           f"{c.spread:.1%}" if c.spread is not None else "-")
         out.print(table)
         if document["gap"] is not None:
+            span = "-" if document["span"] is None else f"{document['span']:.2%}"
             out.print(f"the best leads the next by {document['gap']:.2%}; the top "
-                      f"{len(candidates)} span {document['span']:.2%}", markup=False,
-                      highlight=False)
+                      f"{len(candidates)} span {span}", markup=False, highlight=False)
     if document["measured"] and not document.get("replay"):
         err.print("time spent: " + ", ".join(f"{name} {value:.2f} s" for name, value in
                                              document["spent_s"].items() if value),

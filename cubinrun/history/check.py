@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
+from ..text import markdown_text
 from . import process_shift
 from .changes import find_changes
 from .store import Series
@@ -53,6 +55,8 @@ class Verdict:
             return "REGRESSION"
         if self.latest.failed or self.latest.passed is False:
             return "FAILING"
+        if not any(p.median_us for p in self.series.points):
+            return "untimed"            # nothing to judge (no run timed the kernel)
         return "steady" if not self.steps else ("slower" if self.steps[-1].ratio > 1
                                                  else "faster")
 
@@ -64,6 +68,14 @@ class Verdict:
                 "latest_check_passed": self.latest.passed,
                 "changes": [step.to_json() for step in self.steps],
                 "regressions": [step.to_json() for step in self.regressions]}
+
+
+def series_order(spec: str | None, kernel: str | None, point: dict, device: str) -> tuple:
+    """How series are listed: by spec (or kernel), then its point with
+    numbers in numeric order (N=262144 before N=1048576), then the device."""
+    values = tuple((name, (0, value, "") if isinstance(value, (int, float))
+                    else (1, 0, str(value))) for name, value in point.items())
+    return spec or kernel or "?", values, device
 
 
 def judge_all(series: list[Series], since: datetime.datetime, threshold: float,
@@ -126,7 +138,7 @@ def markdown(verdicts: list[Verdict], branch: str, since_commit: str, threshold:
     regressions and of the series whose newest check failed."""
     bad = [v for v in verdicts if v.regressions]
     failing = [v for v in verdicts if not v.regressions and v.word == "FAILING"]
-    lines = [f"### cubinrun history: {branch}", ""]
+    lines = [f"### cubinrun history: {markdown_text(branch)}", ""]
     lines.append(f"{len(bad)} regression(s) beyond {threshold:.1%} from "
                  f"{_link(since_commit, commit_url)} on, {len(failing)} series failing, "
                  f"{len(verdicts)} series checked.")
@@ -135,20 +147,27 @@ def markdown(verdicts: list[Verdict], branch: str, since_commit: str, threshold:
                   "| --- | --- | --- | --- | --- | --- |"]
     for verdict in bad:
         step = verdict.regressions[0]
-        lines.append(f"| {_cell(verdict.series.name)} | REGRESSION | "
+        lines.append(f"| {markdown_text(verdict.series.name)} | REGRESSION | "
                      f"{_link(step.previous, commit_url)}..{_link(step.commit, commit_url)} | "
                      f"{step.before_us:.4g} µs | {step.after_us:.4g} µs | "
                      f"{step.ratio - 1:+.1%} |")
     for verdict in failing:
-        lines.append(f"| {_cell(verdict.series.name)} | FAILING | "
+        lines.append(f"| {markdown_text(verdict.series.name)} | FAILING | "
                      f"{_link(verdict.latest.commit, commit_url)} | | | |")
     return "\n".join(lines) + "\n"
 
 
 def _link(commit: str, template: str | None) -> str:
-    short = commit[:10]
-    return f"[{short}]({template.replace('{commit}', commit)})" if template else f"`{short}`"
+    """A commit as code, linked through the --commit-url template; its name
+    (any word `--commit` took) shown as written and quoted in the URL."""
+    short = markdown_text(commit[:10])
+    if not template:
+        # a code span would show the escapes themselves
+        return f"`{short}`" if short == commit[:10] else short
+    url = template.replace("{commit}", quote(commit, safe=""))
+    return f"[{short}]({quote(url, safe=_URL_SAFE)})"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+# what a link's URL keeps as it is; the rest (spaces, `<`, `>`, `(`, `)`, `\`)
+# is %-quoted, which also keeps it one Markdown link destination
+_URL_SAFE = ":/?#@!$&'*+,;=%~-._[]"

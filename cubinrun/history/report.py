@@ -14,8 +14,9 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..files import output_problem, write_output
+from ..text import counted
 from .charts import chart, sparkline
-from .check import Verdict
+from .check import Verdict, series_order
 
 _STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#1b1f24;background:#fff}
@@ -26,7 +27,7 @@ text-align:left;vertical-align:middle}th{font-weight:600;background:#f6f8fa}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 .REGRESSION{color:#fff;background:#cf222e;border-radius:4px;padding:1px 6px}
 .FAILING{color:#fff;background:#9a6700;border-radius:4px;padding:1px 6px}
-.slower{color:#cf222e}.faster{color:#1a7f37}.steady{color:#57606a}
+.slower{color:#cf222e}.faster{color:#1a7f37}.steady,.untimed{color:#57606a}
 svg.spark polyline{fill:none;stroke:#0969da;stroke-width:1.2}svg.spark circle{fill:#0969da}
 svg line.cp{stroke:#cf222e;stroke-dasharray:3 3}
 svg.chart{width:100%;max-width:960px;height:auto}
@@ -103,7 +104,8 @@ def _page(title: str, body: str, script: str = "") -> str:
 def _index(verdicts: list[Verdict], title: str) -> str:
     order = {"REGRESSION": 0, "FAILING": 1}
     rows = []
-    for verdict in sorted(verdicts, key=lambda v: (order.get(v.word, 2), v.series.name)):
+    for verdict in sorted(verdicts, key=lambda v: (order.get(v.word, 2), series_order(
+            v.series.spec, v.series.kernel, v.series.point, v.series.device))):
         latest = verdict.latest
         change = (f"{verdict.steps[-1].ratio - 1:+.1%} at {escape(verdict.steps[-1].commit[:10])}"
                   if verdict.steps else "")
@@ -118,7 +120,7 @@ def _index(verdicts: list[Verdict], title: str) -> str:
             f"{regressions} with a regression now.</p>"
             "<input id=\"filter\" type=\"search\" placeholder=\"filter series\" "
             "aria-label=\"filter series\"><table><thead><tr><th>series</th><th>history</th>"
-            "<th>latest</th><th>verdict</th><th>last change</th><th>commits</th></tr></thead>"
+            "<th>latest µs</th><th>verdict</th><th>last change</th><th>commits</th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>")
     return _page(title, body, _FILTER)
 
@@ -137,12 +139,13 @@ def _series_page(verdict: Verdict, title: str, commit_url: str | None) -> str:
                  else "passed" if point.passed else "-")
         rows.append(f"<tr><td>{commit}</td><td>{point.date:%Y-%m-%d %H:%M}</td>"
                     f"<td class=\"num\">{_us(point.median_us)}</td>"
-                    f"<td class=\"num\">{_us(point.low_us)} - {_us(point.high_us)}</td>"
+                    f"<td class=\"num\">{_interval(point.low_us, point.high_us)}</td>"
                     f"<td>{check}</td><td>{f'{step.ratio - 1:+.1%} here' if step else ''}</td>"
                     f"<td class=\"num\">{point.runs}</td></tr>")
     body = (f"<p><a href=\"../{_INDEX}\">{escape(title)}</a></p><h1>{escape(series.name)}</h1>"
             f"<p class=\"meta\">verdict: <span class=\"{verdict.word}\">{verdict.word}</span> · "
-            f"{len(series.points)} commits · {len(verdict.steps)} change point(s)</p>"
+            f"{counted(len(series.points), 'commit')} · "
+            f"{counted(len(verdict.steps), 'change point')}</p>"
             f"{chart(series.points, verdict.steps, commit_url)}"
             "<h2>Commits, newest first</h2><table><thead><tr><th>commit</th><th>date (UTC)</th>"
             "<th>median µs</th><th>95% interval</th><th>check</th><th>change</th><th>runs</th>"
@@ -152,3 +155,8 @@ def _series_page(verdict: Verdict, title: str, commit_url: str | None) -> str:
 
 def _us(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    """low - high, or nothing where the commit has no interval (no timed run)."""
+    return "" if low is None or high is None else f"{low:.4g} - {high:.4g}"

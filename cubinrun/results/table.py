@@ -17,7 +17,9 @@ RICH_TABLE_ROWS = 1000
 
 def draw(console, columns: Sequence[tuple[str, str]], rows: list[list], min_widths=None) -> None:
     """`columns`: (name, justify); each cell a str or a rich Text (its style is
-    dropped in plain columns)."""
+    dropped in plain columns), shown as text (never as rich markup) with its
+    control characters escaped (errors.one_line: a name from a results file
+    may hold a terminal's escape sequences)."""
     if len(rows) > RICH_TABLE_ROWS:
         from ..text import plain_table
         console.file.write(plain_table([name for name, _ in columns],
@@ -28,8 +30,21 @@ def draw(console, columns: Sequence[tuple[str, str]], rows: list[list], min_widt
     for name, justify in columns:
         table.add_column(name, justify=justify, min_width=(min_widths or {}).get(name))
     for cells in rows:
-        table.add_row(*cells)
+        table.add_row(*map(_shown, cells))
     console.print(table)
+
+
+def _shown(cell):
+    """A cell as rich Text, its control characters escaped."""
+    from rich.text import Text
+
+    from ..errors import one_line
+    if not isinstance(cell, Text):
+        return Text(one_line(str(cell)))
+    if not cell.plain.isprintable():
+        cell = cell.copy()
+        cell.plain = one_line(cell.plain)
+    return cell
 
 
 def render_summary(results: list[dict], summary: dict, console) -> None:

@@ -189,10 +189,17 @@ class ReplayEvaluator:
         pass
 
     def check_covers(self, space) -> None:
+        """The file holds runs of the space's points, not only dry runs (with
+        those every evaluation fails and the tune would end as if every
+        check had failed)."""
         from .space import key
-        if not any(key(p) in self.results for p in space.valid):
+        covered = [self.results[key(p)] for p in space.valid if key(p) in self.results]
+        if not covered:
             raise UsageError(f"{self.path}: holds none of the {len(space.valid)} points of "
                              f"{space.spec}'s space (axes {', '.join(a.name for a in space.axes)})")
+        if all(r.get("status") == "dry-run" for r in covered):
+            raise UsageError(f"{self.path}: `launch --dry-run` results, with no timing of "
+                             f"{space.spec}'s points; replay the --jsonl of a sweep that ran")
 
     def best(self, space) -> float | None:
         """The best objective among the space's valid points in the file: the

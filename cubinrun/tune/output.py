@@ -111,6 +111,134 @@ def _dumped(tree, values: dict, note: str) -> str:
     return f"# {note}\n" + yaml.safe_dump(plain, sort_keys=False)
 
 
+# -- the pinned spec in another folder --
+
+_KERNEL_PATHS = ("cubin", "source", "ptx", "triton")
+
+
+def relocated(text: str, spec: str, destination: str) -> tuple[str, list[str]]:
+    """A pinned spec's `text` for `destination`'s folder: each path the spec
+    names relative to its own folder (kernel files, includes, `.npy` inputs,
+    saves and references) rewritten to name the same file from there, with
+    comments and layout kept (the spec is dumped anew where a path cannot be
+    found on its line). Also a note for each path that cannot move: a
+    `reference:` must lie in its spec's folder or below."""
+    from ..specfile.yamlload import load_yaml_text
+    source = Path(spec).resolve().parent
+    target = Path(destination).resolve().parent
+    if source == target:
+        return text, []
+    tree = load_yaml_text(text, spec)
+    lines, notes, moves = text.splitlines(), [], []
+    for keys, value, line in _spec_paths(tree):
+        file, colon, function = value.rpartition(":") if keys[-1] == "reference" \
+            else (value, "", "")
+        if Path(file).is_absolute():
+            continue
+        moved = _relative(source / file, target)
+        if keys[-1] == "reference" and (moved is None or moved.startswith("..")):
+            notes.append(f"{'.'.join(map(str, keys))}: {value} is left as written: a reference "
+                         f"must lie in its spec's folder or below (copy {file} beside "
+                         f"{destination})")
+            continue
+        moves.append((keys, value, line, (moved or str(source / file)) + colon + function))
+    plain = json.loads(json.dumps(tree))
+    for keys, _, _, new in moves:
+        _at(plain, keys[:-1])[keys[-1]] = new
+    edited = _moved_lines(lines, moves)
+    if edited is not None:
+        result = "\n".join(edited) + "\n"
+        # read back as the moves meant (a plain path can end a flow mapping early)
+        if json.loads(json.dumps(load_yaml_text(result, spec))) == plain:
+            return result, notes
+    import yaml
+    head = lines[0] + "\n" if lines and lines[0].startswith("#") else ""
+    return head + yaml.safe_dump(plain, sort_keys=False), notes
+
+
+def _at(tree, keys: tuple):
+    for k in keys:
+        tree = tree[k]
+    return tree
+
+
+def _spec_paths(tree):
+    """(keys, value, line) of each path in a spec's tree that is relative to it."""
+    kernel = tree.get("kernel") if isinstance(tree.get("kernel"), dict) else {}
+    for name in _KERNEL_PATHS:
+        if isinstance(kernel.get(name), str):
+            yield ("kernel", name), kernel[name], kernel.line_of(name)
+    include = kernel.get("include")
+    if isinstance(include, list):
+        for i, folder in enumerate(include):
+            if isinstance(folder, str):
+                yield ("kernel", "include", i), folder, include.line_of(i)
+    for section in ("args", "globals"):
+        if isinstance(tree.get(section), dict):
+            yield from _buffer_paths(tree[section], (section,))
+    check = tree.get("check") if isinstance(tree.get("check"), dict) else {}
+    for name, entry in check.items():
+        for key in ("file", "reference"):
+            if isinstance(entry, dict) and isinstance(entry.get(key), str):
+                yield ("check", name, key), entry[key], entry.line_of(key)
+
+
+def _buffer_paths(mapping: dict, keys: tuple):
+    """The `save:` and `init: {file:}` paths of buffers, struct members included."""
+    for name, value in mapping.items():
+        if not isinstance(value, dict):
+            continue
+        if isinstance(value.get("save"), str):
+            yield (*keys, name, "save"), value["save"], value.line_of("save")
+        init = value.get("init")
+        if isinstance(init, dict) and isinstance(init.get("file"), str):
+            yield (*keys, name, "init", "file"), init["file"], init.line_of("file")
+        yield from _buffer_paths(value, (*keys, name))
+
+
+def _relative(path: Path, folder: Path) -> str | None:
+    """`path` as seen from `folder` (None: no relative path, another drive)."""
+    import os
+    try:
+        return Path(os.path.relpath(path, folder)).as_posix()
+    except ValueError:
+        return None
+
+
+def _moved_lines(lines: list[str], moves) -> list[str] | None:
+    """`lines` with each move's old value replaced on its line (written as
+    YAML writes it: plain, single- or double-quoted), or None where one is
+    not there exactly once."""
+    lines = list(lines)
+    for _, old, line, new in moves:
+        if line is None or not 1 <= line <= len(lines):
+            return None
+        for spelling in (f'"{old}"', f"'{old}'", old):
+            # the value alone, not part of a longer word or path
+            pattern = rf"(?<![\w./'\"-]){re.escape(spelling)}(?![\w./'\"-])"
+            if re.search(pattern, lines[line - 1]):
+                written = json.dumps(new) if spelling != old else _plain_path(new)
+                lines[line - 1], count = re.subn(pattern, lambda _: written, lines[line - 1])
+                if count != 1:
+                    return None
+                break
+        else:
+            return None
+    return lines
+
+
+def _plain_path(path: str) -> str:
+    """A path as a YAML plain scalar where it reads back as itself, else quoted."""
+    from ..errors import CubinrunError
+    from ..specfile.yamlload import load_yaml_text
+    try:
+        if load_yaml_text(f"p: {path}\n", "path") == {"p": path}:
+            return path
+    except CubinrunError:               # not YAML as it stands: quoted
+        pass
+    return json.dumps(path)
+
+
 # -- the plot --
 
 def plot(evaluations: list[Evaluation], objective: Objective, path: str, title: str) -> None:

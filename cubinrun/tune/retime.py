@@ -35,7 +35,7 @@ class Candidate:
         """(max - min) / median of the rounds."""
         if len(self.values) < 2:
             return None
-        return (max(self.values) - min(self.values)) / statistics.median(self.values)
+        return relative(max(self.values) - min(self.values), statistics.median(self.values))
 
     def to_json(self) -> dict:
         return {"point": self.point, "search_value": self.search_value,
@@ -96,7 +96,7 @@ def gap(candidates: list[Candidate]) -> float | None:
     timed = [c for c in candidates if c.value is not None]
     if len(timed) < 2:
         return None
-    return abs(timed[1].value - timed[0].value) / abs(timed[1].value)
+    return relative(abs(timed[1].value - timed[0].value), timed[1].value)
 
 
 def span(candidates: list[Candidate]) -> float | None:
@@ -104,4 +104,13 @@ def span(candidates: list[Candidate]) -> float | None:
     timed = [c for c in candidates if c.value is not None]
     if len(timed) < 2:
         return None
-    return abs(timed[-1].value - timed[0].value) / abs(timed[0].value)
+    return relative(abs(timed[-1].value - timed[0].value), timed[0].value)
+
+
+def relative(difference: float, base: float) -> float | None:
+    """`difference` as a fraction of `base`; None where that means nothing (a
+    base of 0: a timer that read 0 us, an objective of 0 GB/s), unless there
+    is no difference at all."""
+    if base == 0:
+        return 0.0 if difference == 0 else None
+    return difference / abs(base)
