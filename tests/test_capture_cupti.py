@@ -87,3 +87,55 @@ def test_the_injection_library_records_launches_that_become_specs(built, tmp_pat
     assert (tmp_path / "logs").is_dir()
     code, out, err = run(capsys, "launch", "--dry-run", "--arch", "sm_90", str(tmp_path))
     assert code == 0, err
+
+
+def test_extra_buffers_module_globals_and_graph_nodes_become_specs(built, tmp_path, capsys):
+    injection, fakes = built
+    (tmp_path / "raw").mkdir()
+    env = {"LD_LIBRARY_PATH": str(fakes), "CUBINRUN_CAPTURE_DIR": str(tmp_path),
+           "CUBINRUN_CAPTURE_CUPTI": str(fakes / "libcuda.so.1")}
+    harness = subprocess.run([str(fakes / "harness"), str(injection),
+                              str(BUILD / "vector_add.sm_90.cubin"),
+                              str(BUILD / "structs.sm_90.cubin"),
+                              str(BUILD / "conv1d_constant.sm_90.cubin")],
+                             env=env, capture_output=True, text=True, timeout=60)
+    assert harness.returncode == 0, harness.stderr
+    assert harness.stderr == ""
+    # the program's own results: conv1d counted once, each graph ran twice, not three times
+    x, acc0, mid = 5.0, 1.0, 4 + 0.5
+    assert harness.stdout == (f"out[5] {x + 2:.1f} smooth[2] {2 + 10 * 3 + 100 * 4:.1f} calls 42 "
+                              f"gout[3] {103 + 1:.1f} acc[4] {acc0 + 2 * 3 * mid:.1f}\n")
+    summary = Summary(["harness"])
+    write_folder(tmp_path, summary, Selection(), lambda line: None)
+    document = json.loads((tmp_path / "capture.json").read_text())
+    specs = {s["spec"].split("-", 1)[1]: s for s in document["specs"]}
+    names = [s["spec"] for s in document["specs"]]
+    assert len(names) == 5, (names, document["skipped"])
+    assert [s["kernel"] for s in document["specs"]] == ["add_kernel", "conv1d", "add_kernel",
+                                                       "add_kernel", "struct_saxpy"]
+    loaded = {s["spec"]: yaml.safe_load((tmp_path / s["spec"]).read_text())
+              for s in document["specs"]}
+    through_extra, conv, captured_node, first_node, second_node = loaded.values()
+    # `extra`: the buffer split into the kernel's four parameters, pointers relocated
+    assert through_extra["signature"] == {"a0": "*u8", "a1": "*u8", "a2": "*u8", "a3": "u32"}
+    assert through_extra["args"]["a3"] == 1024 and "init" in through_extra["args"]["a0"]
+    assert "came through `extra`" in (tmp_path / names[0]).read_text()
+    # globals: saved as the launch found them, and the counter's change checked
+    assert set(conv["globals"]) == {"d_filter", "d_calls"}
+    filter_ = np.load(tmp_path / conv["globals"]["d_filter"]["init"]["file"]).view(np.float32)
+    assert list(filter_[:3]) == [1, 10, 100]
+    assert np.load(tmp_path / conv["globals"]["d_calls"]["init"]["file"]).view(np.uint32)[0] == 41
+    assert np.load(tmp_path / conv["check"]["d_calls"]["file"]).view(np.uint32)[0] == 42
+    # the captured graph's node: its inputs as written after the capture
+    inputs = np.load(tmp_path / captured_node["args"]["a0"]["init"]["file"]).view(np.float32)
+    assert inputs[3] == 103.0 and captured_node["grid"] == [8, 1, 1]
+    assert "A kernel node of a CUDA graph" in (tmp_path / names[2]).read_text()
+    # the second node of the built graph reads what the first wrote at this run
+    read = np.load(tmp_path / second_node["args"]["a0"][1]["init"]["file"]).view(np.float32)
+    assert read[4] == mid and first_node["grid"] == [16, 1, 1]
+    accumulated = np.load(tmp_path / second_node["check"]["a0[2]"]["file"]).view(np.float32)
+    assert accumulated[4] == acc0 + 3 * mid
+    skipped = {s["reason"]: s for s in document["skipped"]}
+    assert any("being captured" in reason for reason in skipped)
+    code, out, err = run(capsys, "launch", "--dry-run", "--arch", "sm_90", str(tmp_path))
+    assert code == 0, err

@@ -4,6 +4,11 @@ they were just before the launch (`init: {file: ...}`), the grid as launched,
 and a check for each buffer the launch changed (`check: {file: ...}`), exact
 when a second launch from the same inputs gave the same bytes.
 
+The module globals a CUPTI record saved (each `__constant__` and
+`__device__` variable of the kernel's module, as it was at the launch) are the
+spec's `globals:`, set before the replay's launch, and checked like a buffer
+when the launch changed them.
+
 A header comment names the program and the launch the spec came from, so a
 spec in a CI job says where it was captured.
 """
@@ -59,8 +64,13 @@ def write_spec(record: Record, number: int, out: Path, program: str) -> Written:
         return {"shape": [region.size // ELEMENT_TYPES[dtype].size], "dtype": dtype,
                 "init": {"file": _rel(init, out)}}
 
+    module_globals = {}
     try:
         params.relocate(buffer_for)
+        for index, region in enumerate(record.regions):
+            if region.global_name is not None:   # the module's, as the launch found it
+                module_globals[region.global_name] = buffer_for(
+                    index, PointerUse(region.global_name, index, 0))
     except NotExpressible:
         shutil.rmtree(data_dir)                 # no spec, so none of its data
         raise
@@ -74,6 +84,8 @@ def write_spec(record: Record, number: int, out: Path, program: str) -> Written:
         spec["signature"] = params.signature
     if params.constants:
         spec["constants"] = params.constants
+    if module_globals:
+        spec["globals"] = module_globals
     spec["args"] = params.args
     spec.update(_geometry(record))
     if checks:
@@ -191,6 +203,12 @@ def _header(record: Record, program: str, unchecked: list[str]) -> str:
              + (f", block {list(data['block'])}" if "block" in data else ""),
              "Its inputs are the buffers as they were just before that launch; each check is "
              "what the launch left."]
+    if data.get("graph"):
+        lines.append(f"A kernel node of a CUDA graph ({data['graph']}), captured as the graph "
+                     "first ran")
+    if data.get("extra"):
+        lines.append("Its parameters came through `extra` (one buffer), split by the kernel's "
+                     "parameter layout")
     if unchecked:
         lines.append(f"Not checked (a second launch gave other bytes): {', '.join(unchecked)}")
     return "".join(f"# {line}\n" for line in lines)

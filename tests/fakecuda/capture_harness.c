@@ -6,7 +6,13 @@
    kernels/vector_add.cu launched three times alike, once more on a smaller
    grid and not deterministically, and kernels/structs.cu's struct_saxpy,
    whose struct holds two pointers into one allocation.
-   Usage: capture_harness INJECTION.so VECTOR_ADD.cubin STRUCTS.cubin */
+   With a fourth cubin (kernels/conv1d_constant.cu's) it plays another
+   program instead (more_program): a launch whose parameters come through
+   `extra`, conv1d reading its __constant__ filter and counting its calls in a
+   __device__ variable, and two CUDA graphs, one by stream capture and one of
+   two dependent nodes by cuGraphAddKernelNode, each launched twice after its
+   inputs were written.
+   Usage: capture_harness INJECTION.so VECTOR_ADD.cubin STRUCTS.cubin [CONV1D.cubin] */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,13 +88,162 @@ static CUresult do_launch(void *p) {
                          a->blockDimZ, a->sharedMemBytes, a->hStream, a->kernelParams, a->extra);
 }
 
-static void launch(CUfunction f, const char *name, unsigned grid, unsigned block, void **params) {
-    cuLaunchKernel_params p = {f, grid, 1, 1, block, 1, 1, 0, NULL, params, NULL};
+static void launch_on(CUfunction f, const char *name, unsigned grid, unsigned block, void **params,
+                      void **extra, CUstream stream) {
+    cuLaunchKernel_params p = {f, grid, 1, 1, block, 1, 1, 0, stream, params, extra};
     driver_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, name, &p, do_launch);
 }
 
+static void launch(CUfunction f, const char *name, unsigned grid, unsigned block, void **params) {
+    launch_on(f, name, grid, block, params, NULL, NULL);
+}
+
+static void load_module(uint32_t id, const char *path, CUmodule *module) {
+    /* cuModuleLoadData: the module-loaded callback comes between its enter and exit */
+    cuModuleLoadData_params load = {module, NULL};
+    CUresult status = CUDA_SUCCESS;
+    CUpti_CallbackData data = {0};
+    data.callbackSite = CUPTI_API_ENTER;
+    data.functionParams = &load;
+    data.functionReturnValue = &status;
+    callback(NULL, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData, &data);
+    module_loaded(id, path);
+    data.callbackSite = CUPTI_API_EXIT;
+    callback(NULL, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData, &data);
+}
+
+/* ---- the second program: `extra`, module globals, graphs ---------------------------- */
+static float filter[64];
+static unsigned calls;
+
+static void conv1d(void **params) {            /* y[i] = sum filter[t] x[i + t]; calls++ */
+    const float *x = *(float **)params[0];
+    float *y = *(float **)params[1];
+    int n = *(int *)params[2], taps = *(int *)params[3];
+    for (int i = 0; i < n; i++) {
+        y[i] = 0;
+        for (int t = 0; t < taps; t++) y[i] += filter[t] * x[i + t];
+    }
+    calls++;
+}
+
+static void *symbol_of(const char *name) {
+    void *fake = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    return dlsym(fake, name);
+}
+
+static CUgraphExec instantiate(CUgraph graph) {
+    CUgraphExec exec = NULL;
+    cuGraphInstantiateWithFlags_params p = {&exec, graph, 0};
+    CUresult (*call)(CUgraphExec *, CUgraph, unsigned long long) = symbol_of("cuGraphInstantiateWithFlags");
+    CUresult status = CUDA_SUCCESS;
+    CUpti_CallbackData data = {0};
+    data.functionParams = &p;
+    data.functionReturnValue = &status;
+    data.callbackSite = CUPTI_API_ENTER;
+    callback(NULL, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, &data);
+    status = call(&exec, graph, 0);
+    data.callbackSite = CUPTI_API_EXIT;
+    callback(NULL, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, &data);
+    return exec;
+}
+
+static CUresult do_graph_launch(void *p) {
+    CUresult (*call)(CUgraphExec, CUstream) = symbol_of("cuGraphLaunch");
+    return call(((cuGraphLaunch_params *)p)->hGraph, ((cuGraphLaunch_params *)p)->hStream);
+}
+
+static void graph_launch(CUgraphExec exec, CUstream stream) {
+    cuGraphLaunch_params p = {exec, stream};
+    driver_call(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, NULL, &p, do_graph_launch);
+}
+
+static int more_program(CUfunction add, CUfunction saxpy, const char *conv_cubin) {
+    CUmodule third = (CUmodule)0x3333;
+    load_module(3, conv_cubin, &third);
+    CUfunction conv = (CUfunction)0xf3;
+    size_t conv_offsets[] = {0, 8, 16, 20}, conv_sizes[] = {8, 8, 4, 4};
+    fake_function(conv, third, 4, conv_offsets, conv_sizes, conv1d);
+    void (*fake_global)(CUmodule, const char *, void *, size_t) = symbol_of("fake_global");
+    fake_global(third, "d_filter", filter, sizeof filter);
+    fake_global(third, "d_calls", &calls, sizeof calls);
+    void (*name_function)(CUfunction, const char *) = symbol_of("fake_function_name");
+    name_function(add, "add_kernel");
+    name_function(saxpy, "struct_saxpy");
+
+    /* parameters through `extra`: one buffer, laid out as the kernel's parameters */
+    int n = 1024;
+    float *x = fake_alloc(n * sizeof(float)), *y = fake_alloc(n * sizeof(float)),
+          *out = fake_alloc(n * sizeof(float));
+    for (int i = 0; i < n; i++) { x[i] = (float)i; y[i] = 2.0f; }
+    unsigned char buffer[32] = {0};
+    memcpy(buffer, &x, 8); memcpy(buffer + 8, &y, 8); memcpy(buffer + 16, &out, 8);
+    memcpy(buffer + 24, &n, 4);
+    size_t buffer_size = 28;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &buffer_size,
+                     CU_LAUNCH_PARAM_END};
+    launch_on(add, "add_kernel", 1, 1024, NULL, extra, NULL);
+
+    /* module globals: a __constant__ filter the program set, a __device__ counter */
+    filter[0] = 1; filter[1] = 10; filter[2] = 100;
+    calls = 41;
+    int taps = 3, m = 256;
+    float *signal = fake_alloc((m + taps - 1) * sizeof(float)), *smooth = fake_alloc(m * sizeof(float));
+    for (int i = 0; i < m + taps - 1; i++) signal[i] = (float)(i % 7);
+    void *conv_params[] = {&signal, &smooth, &m, &taps};
+    launch(conv, "conv1d", 1, 256, conv_params);
+
+    /* a graph by stream capture: its node's inputs are written after capture */
+    CUstream stream = (CUstream)0x5;
+    CUgraph captured_graph;
+    CUresult (*begin)(CUstream, CUstreamCaptureMode) = symbol_of("cuStreamBeginCapture_v2");
+    CUresult (*end)(CUstream, CUgraph *) = symbol_of("cuStreamEndCapture");
+    int k = 256;
+    float *gx = fake_alloc(k * sizeof(float)), *gy = fake_alloc(k * sizeof(float)),
+          *gout = fake_alloc(k * sizeof(float));
+    void *graph_params[] = {&gx, &gy, &gout, &k};
+    begin(stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    launch_on(add, "add_kernel", 8, 32, graph_params, NULL, stream);
+    end(stream, &captured_graph);
+    CUgraphExec first = instantiate(captured_graph);
+    for (int i = 0; i < k; i++) { gx[i] = 100.0f + i; gy[i] = 1.0f; }
+    graph_launch(first, stream);
+    graph_launch(first, stream);
+
+    /* a graph of two nodes added by hand: the second reads what the first wrote,
+       and accumulates in place (so a graph run twice over would show) */
+    CUgraph built;
+    CUresult (*create)(CUgraph *, unsigned) = symbol_of("cuGraphCreate");
+    CUresult (*add_node)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                         const CUDA_KERNEL_NODE_PARAMS *) = symbol_of("cuGraphAddKernelNode_v2");
+    create(&built, 0);
+    int h = 512;
+    float *hx = fake_alloc(h * sizeof(float)), *hy = fake_alloc(h * sizeof(float)),
+          *mid = fake_alloc(h * sizeof(float)), *acc = fake_alloc(h * sizeof(float));
+    void *first_params[] = {&hx, &hy, &mid, &h};
+    CUDA_KERNEL_NODE_PARAMS node = {0};
+    node.func = add; node.gridDimX = 16; node.gridDimY = node.gridDimZ = 1;
+    node.blockDimX = 32; node.blockDimY = node.blockDimZ = 1; node.kernelParams = first_params;
+    CUgraphNode a, b;
+    add_node(&a, built, NULL, 0, &node);
+    struct Saxpy p = {h, 3.0f, mid, acc};
+    float scale[4] = {1, 1, 1, 1};
+    unsigned char taps16[16] = {0};
+    double *sums = fake_alloc(2 * sizeof(double)), *taps_sum = sums + 1;
+    void *second_params[] = {&p, scale, taps16, &sums, &taps_sum};
+    node.func = saxpy; node.gridDimX = 2; node.blockDimX = 256; node.kernelParams = second_params;
+    add_node(&b, built, &a, 1, &node);
+    CUgraphExec second = instantiate(built);
+    for (int i = 0; i < h; i++) { hx[i] = (float)i; hy[i] = 0.5f; acc[i] = 1.0f; }
+    graph_launch(second, stream);
+    graph_launch(second, stream);
+    printf("out[5] %.1f smooth[2] %.1f calls %u gout[3] %.1f acc[4] %.1f\n", out[5], smooth[2],
+           calls, gout[3], acc[4]);
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 4) return 2;
+    if (argc != 4 && argc != 5) return 2;
     void *fake = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (!fake) { fprintf(stderr, "%s\n", dlerror()); return 2; }
     fake_alloc = (void *(*)(size_t))dlsym(fake, "fake_alloc");
@@ -102,19 +257,8 @@ int main(int argc, char **argv) {
     callback = fake_callback();
     if (!callback) { fprintf(stderr, "the injection library did not subscribe\n"); return 3; }
 
-    CUmodule first = (CUmodule)0x1111, second = (CUmodule)0x2222, *out_module = &first;
-    cuModuleLoadData_params load = {out_module, NULL};
-    {   /* cuModuleLoadData: the module-loaded callback comes between its enter and exit */
-        CUresult status = CUDA_SUCCESS;
-        CUpti_CallbackData data = {0};
-        data.callbackSite = CUPTI_API_ENTER;
-        data.functionParams = &load;
-        data.functionReturnValue = &status;
-        callback(NULL, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData, &data);
-        module_loaded(1, argv[2]);
-        data.callbackSite = CUPTI_API_EXIT;
-        callback(NULL, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData, &data);
-    }
+    CUmodule first = (CUmodule)0x1111, second = (CUmodule)0x2222;
+    load_module(1, argv[2], &first);
     module_loaded(2, argv[3]);                 /* lazily: no load call to pair it with */
 
     CUfunction add = (CUfunction)0xf1, saxpy = (CUfunction)0xf2;
@@ -122,6 +266,7 @@ int main(int argc, char **argv) {
     fake_function(add, first, 4, add_offsets, add_sizes, add_kernel);
     size_t saxpy_offsets[] = {0, 32, 48, 64, 72}, saxpy_sizes[] = {24, 16, 16, 8, 8};
     fake_function(saxpy, second, 5, saxpy_offsets, saxpy_sizes, struct_saxpy);
+    if (argc == 5) return more_program(add, saxpy, argv[4]);
 
     int n = 4096;
     float *x = fake_alloc(n * sizeof(float)), *y = fake_alloc(n * sizeof(float)),

@@ -3,7 +3,12 @@
    reaches both through dlsym. Device memory is host memory handed out by
    fake_alloc; a launch runs the C function fake_kernel() registered for its
    function handle; cuptiSubscribe keeps the callback, which the harness
-   (capture_harness.c) calls as CUPTI would around each driver call. */
+   (capture_harness.c) calls as CUPTI would around each driver call.
+   Module globals are host memory fake_global() names for a module; graphs
+   hold kernel nodes (a launch into a stream being captured adds one after the
+   last, cuGraphAddKernelNode one after its dependencies, each with a copy of
+   its parameters' bytes) and a launch of an executable graph runs its nodes
+   in the order they were added. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +24,39 @@ static int nfunctions;
 static struct { char *base; size_t size; } allocations[64];
 static int nallocations;
 static CUpti_CallbackFunc subscriber_callback;
+static struct { CUmodule module; const char *name; void *address; size_t size; } globals[8];
+static int nglobals;
+static struct { CUfunction f; const char *name; } names[8];
+static int nnames;
+
+#define MAX_NODES 8
+typedef struct FakeNode {
+    CUfunction f;
+    unsigned grid[3], block[3], shared;
+    unsigned char bytes[256];
+    void *params[16];
+    struct FakeNode *deps[4];
+    size_t ndeps;
+} FakeNode;
+typedef struct { FakeNode nodes[MAX_NODES]; size_t count; } FakeGraph;
+typedef struct { FakeGraph *graph; } FakeExec;
+static CUstream capturing;
+static FakeGraph *capture_graph;
+static int graph_launches;
+
+EXPORT int fake_graph_launches(void) { return graph_launches; }
+
+EXPORT void fake_global(CUmodule module, const char *name, void *address, size_t size) {
+    globals[nglobals].module = module;
+    globals[nglobals].name = name;
+    globals[nglobals].address = address;
+    globals[nglobals++].size = size;
+}
+
+EXPORT void fake_function_name(CUfunction f, const char *name) {
+    names[nnames].f = f;
+    names[nnames++].name = name;
+}
 
 EXPORT CUpti_CallbackFunc fake_callback(void) { return subscriber_callback; }
 
@@ -72,8 +110,20 @@ EXPORT CUresult cuFuncGetModule(CUmodule *module, CUfunction f) {
 }
 
 EXPORT CUresult cuFuncGetName(const char **name, CUfunction f) {
-    (void)name; (void)f;
+    for (int i = 0; i < nnames; i++)
+        if (names[i].f == f) { *name = names[i].name; return CUDA_SUCCESS; }
     return CUDA_ERROR_INVALID_HANDLE;       /* the harness's launches are named by CUPTI */
+}
+
+EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *address, size_t *size, CUmodule module,
+                                     const char *name) {
+    for (int i = 0; i < nglobals; i++)
+        if (globals[i].module == module && strcmp(globals[i].name, name) == 0) {
+            *address = (CUdeviceptr)globals[i].address;
+            *size = globals[i].size;
+            return CUDA_SUCCESS;
+        }
+    return CUDA_ERROR_NOT_FOUND;
 }
 
 EXPORT CUresult cuKernelGetName(const char **name, CUkernel k) {
@@ -109,18 +159,135 @@ EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *host, size_t n, 
 EXPORT CUresult cuStreamSynchronize(CUstream s) { (void)s; return CUDA_SUCCESS; }
 
 EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status) {
-    (void)s;
-    *status = CU_STREAM_CAPTURE_STATUS_NONE;
+    *status = capturing && s == capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                                          : CU_STREAM_CAPTURE_STATUS_NONE;
     return CUDA_SUCCESS;
+}
+
+/* kernelParams, or the `extra` buffer split by the function's parameter offsets */
+static void **parameters(int k, void **params, void **extra, void **split) {
+    if (params || !extra) return params;
+    unsigned char *buffer = NULL;
+    for (int i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2)
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = extra[i + 1];
+    for (size_t i = 0; i < functions[k].count; i++) split[i] = buffer + functions[k].offset[i];
+    return split;
+}
+
+static FakeNode *add_node(FakeGraph *g, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                          unsigned bx, unsigned by, unsigned bz, unsigned shared, void **params) {
+    int k = find(f);
+    if (k < 0 || g->count == MAX_NODES) return NULL;
+    FakeNode *node = &g->nodes[g->count++];
+    memset(node, 0, sizeof *node);
+    node->f = f;
+    node->grid[0] = gx; node->grid[1] = gy; node->grid[2] = gz;
+    node->block[0] = bx; node->block[1] = by; node->block[2] = bz;
+    node->shared = shared;
+    for (size_t i = 0; i < functions[k].count; i++) {          /* the values, as the driver keeps them */
+        memcpy(node->bytes + functions[k].offset[i], params[i], functions[k].size[i]);
+        node->params[i] = node->bytes + functions[k].offset[i];
+    }
+    return node;
 }
 
 EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                unsigned by, unsigned bz, unsigned shared, CUstream s,
                                void **params, void **extra) {
-    (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)s; (void)extra;
     int k = find(f);
     if (k < 0) return CUDA_ERROR_INVALID_HANDLE;
+    void *split[16];
+    params = parameters(k, params, extra, split);
+    if (capturing && s == capturing) {
+        FakeGraph *g = capture_graph;
+        FakeNode *node = add_node(g, f, gx, gy, gz, bx, by, bz, shared, params);
+        if (!node) return CUDA_ERROR_INVALID_VALUE;
+        if (g->count > 1) node->deps[node->ndeps++] = &g->nodes[g->count - 2];
+        return CUDA_SUCCESS;
+    }
     functions[k].run(params);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
+    (void)mode;
+    capturing = s;
+    capture_graph = calloc(1, sizeof *capture_graph);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *graph) {
+    (void)s;
+    *graph = (CUgraph)capture_graph;
+    capturing = NULL;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphCreate(CUgraph *graph, unsigned flags) {
+    (void)flags;
+    *graph = (CUgraph)calloc(1, sizeof(FakeGraph));
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                        size_t ndeps, const CUDA_KERNEL_NODE_PARAMS *p) {
+    FakeNode *added = add_node((FakeGraph *)graph, p->func, p->gridDimX, p->gridDimY, p->gridDimZ,
+                               p->blockDimX, p->blockDimY, p->blockDimZ, p->sharedMemBytes,
+                               p->kernelParams);
+    if (!added || ndeps > 4) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < ndeps; i++) added->deps[i] = (FakeNode *)deps[i];
+    added->ndeps = ndeps;
+    *node = (CUgraphNode)added;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode *nodes, size_t *count) {
+    FakeGraph *g = (FakeGraph *)graph;
+    if (nodes)       /* the last added first: the walk must order them itself */
+        for (size_t i = 0; i < g->count && i < *count; i++) nodes[i] = (CUgraphNode)&g->nodes[g->count - 1 - i];
+    *count = g->count;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type) {
+    (void)node;
+    *type = CU_GRAPH_NODE_TYPE_KERNEL;
+    return CUDA_SUCCESS;
+}
+
+#undef cuGraphNodeGetDependencies      /* the first version, which takes no edge data */
+EXPORT CUresult cuGraphNodeGetDependencies(CUgraphNode node, CUgraphNode *deps, size_t *count) {
+    FakeNode *n = (FakeNode *)node;
+    if (deps)
+        for (size_t i = 0; i < n->ndeps && i < *count; i++) deps[i] = (CUgraphNode)n->deps[i];
+    *count = n->ndeps;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS *p) {
+    FakeNode *n = (FakeNode *)node;
+    memset(p, 0, sizeof *p);
+    p->func = n->f;
+    p->gridDimX = n->grid[0]; p->gridDimY = n->grid[1]; p->gridDimZ = n->grid[2];
+    p->blockDimX = n->block[0]; p->blockDimY = n->block[1]; p->blockDimZ = n->block[2];
+    p->sharedMemBytes = n->shared;
+    p->kernelParams = n->params;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags) {
+    (void)flags;
+    FakeExec *e = calloc(1, sizeof *e);
+    e->graph = (FakeGraph *)graph;
+    *exec = (CUgraphExec)e;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream s) {
+    (void)s;
+    FakeGraph *g = ((FakeExec *)exec)->graph;
+    graph_launches++;
+    for (size_t i = 0; i < g->count; i++) functions[find(g->nodes[i].f)].run(g->nodes[i].params);
     return CUDA_SUCCESS;
 }
 
