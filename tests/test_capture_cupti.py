@@ -104,7 +104,13 @@ def test_extra_buffers_module_globals_and_graph_nodes_become_specs(built, tmp_pa
     # the program's own results: conv1d counted once, each graph ran twice, not three times
     x, acc0, mid = 5.0, 1.0, 4 + 0.5
     assert harness.stdout == (f"out[5] {x + 2:.1f} smooth[2] {2 + 10 * 3 + 100 * 4:.1f} calls 42 "
-                              f"gout[3] {103 + 1:.1f} acc[4] {acc0 + 2 * 3 * mid:.1f}\n")
+                              f"gout[3] {103 + 1:.1f} acc[4] {acc0 + 2 * 3 * mid:.1f} "
+                              "gathered[7] 1007.0\n")
+    raw = json.loads(next(tmp_path.glob("raw/cupti-*/00005/record.json")).read_text())
+    assert raw["kernel"] == "gather_rows" and len(raw["loaded"]) == 2
+    assert [loaded["offset"] for loaded in raw["loaded"]] == [0, 8]
+    targets = [raw["regions"][loaded["target"]] for loaded in raw["loaded"]]
+    assert [t["size"] for t in targets] == [256, 256] and all(t["global"] is None for t in targets)
     summary = Summary(["harness"])
     write_folder(tmp_path, summary, Selection(), lambda line: None)
     document = json.loads((tmp_path / "capture.json").read_text())
@@ -137,5 +143,8 @@ def test_extra_buffers_module_globals_and_graph_nodes_become_specs(built, tmp_pa
     assert accumulated[4] == acc0 + 3 * mid
     skipped = {s["reason"]: s for s in document["skipped"]}
     assert any("being captured" in reason for reason in skipped)
+    assert skipped["its memory holds 2 pointer(s) into other allocations (a pointer array the "
+                   "kernel may load): a spec cannot relocate pointers inside a buffer yet"
+                   ]["kernel"] == "gather_rows"
     code, out, err = run(capsys, "launch", "--dry-run", "--arch", "sm_90", str(tmp_path))
     assert code == 0, err

@@ -281,6 +281,8 @@ static int differs(const Launch *l, int which) {   /* after vs before (0) or aga
     return 0;
 }
 
+static void write_loaded(FILE *f);          /* injection_loaded.c */
+
 static int write_record(Launch *l, int module, int deterministic) {
     char dir[4200], path[4400];
     snprintf(dir, sizeof dir, "%s/%05lld", folder, captured);
@@ -321,6 +323,7 @@ static int write_record(Launch *l, int module, int deterministic) {
     fprintf(f, ", \"extra\": %s, \"globals_left_out\": %zu, \"graph\": ",
             l->extra ? "true" : "false", l->globals_left_out);
     if (l->graph) json_string(f, l->graph); else fputs("null", f);
+    write_loaded(f);
     fputs(", \"params\": [", f);
     for (size_t i = 0; i < l->nparams; i++) {
         fprintf(f, "%s{\"offset\": %zu, \"size\": %zu, \"hex\": \"", i ? ", " : "",
@@ -364,6 +367,7 @@ static int write_record(Launch *l, int module, int deterministic) {
 
 
 static void add_globals(Launch *l);          /* injection_globals.c */
+static int follow_loaded_pointers(Launch *l);   /* injection_loaded.c */
 
 static Launch current;        /* under `lock`: one launch is captured at a time */
 
@@ -400,7 +404,7 @@ static int choose_launch(Launch *l) {
         return 0;
     }
     if (stopped) { note_skip(l->name, "capture stopped (a write failed)"); return 0; }
-    if (!copy_regions(l, 0)) { free_regions(l); return 0; }
+    if (!copy_regions(l, 0) || !follow_loaded_pointers(l)) { free_regions(l); return 0; }
     return 1;
 }
 

@@ -41,6 +41,11 @@ class Written:
 def write_spec(record: Record, number: int, out: Path, program: str) -> Written:
     """Write the record's spec, its data files and its kernel into `out`."""
     stem = f"{number:04d}-{_SAFE.sub('_', record.kernel)[:MAX_NAME]}"
+    if loaded := record.data.get("loaded"):
+        # a replay would read the program's old addresses there: a fault, or wrong data
+        raise NotExpressible(f"its memory holds {len(loaded)} pointer(s) into other allocations "
+                             "(a pointer array the kernel may load): a spec cannot relocate "
+                             "pointers inside a buffer yet")
     params = triton_params(record.data) if record.source == "triton" else cuda_params(record.data)
     kernel = _kernel(record, out)
     data_dir = out / "data" / stem

@@ -127,6 +127,13 @@ static void conv1d(void **params) {            /* y[i] = sum filter[t] x[i + t];
     calls++;
 }
 
+static void gather(void **params) {            /* out[i] = table[0][i] + table[1][i] */
+    float **table = *(float ***)params[0];
+    float *out = *(float **)params[1];
+    int n = *(int *)params[2];
+    for (int i = 0; i < n; i++) out[i] = table[0][i] + table[1][i];
+}
+
 static void *symbol_of(const char *name) {
     void *fake = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     return dlsym(fake, name);
@@ -237,8 +244,21 @@ static int more_program(CUfunction add, CUfunction saxpy, const char *conv_cubin
     for (int i = 0; i < h; i++) { hx[i] = (float)i; hy[i] = 0.5f; acc[i] = 1.0f; }
     graph_launch(second, stream);
     graph_launch(second, stream);
-    printf("out[5] %.1f smooth[2] %.1f calls %u gout[3] %.1f acc[4] %.1f\n", out[5], smooth[2],
-           calls, gout[3], acc[4]);
+    /* a pointer array: the kernel loads its inputs' addresses from device memory */
+    CUfunction gather_rows = (CUfunction)0xf4;
+    size_t gather_offsets[] = {0, 8, 16}, gather_sizes[] = {8, 8, 4};
+    fake_function(gather_rows, (CUmodule)0x1111, 3, gather_offsets, gather_sizes, gather);
+    int rows = 64;
+    float *row0 = fake_alloc(rows * sizeof(float)), *row1 = fake_alloc(rows * sizeof(float)),
+          *gathered = fake_alloc(rows * sizeof(float));
+    for (int i = 0; i < rows; i++) { row0[i] = (float)i; row1[i] = 1000.0f; }
+    float **table = fake_alloc(2 * sizeof(float *));
+    table[0] = row0;
+    table[1] = row1;
+    void *gather_params[] = {&table, &gathered, &rows};
+    launch(gather_rows, "gather_rows", 1, 64, gather_params);
+    printf("out[5] %.1f smooth[2] %.1f calls %u gout[3] %.1f acc[4] %.1f gathered[7] %.1f\n", out[5],
+           smooth[2], calls, gout[3], acc[4], gathered[7]);
     return 0;
 }
 
