@@ -97,7 +97,9 @@ def test_extra_buffers_module_globals_and_graph_nodes_become_specs(built, tmp_pa
     harness = subprocess.run([str(fakes / "harness"), str(injection),
                               str(BUILD / "vector_add.sm_90.cubin"),
                               str(BUILD / "structs.sm_90.cubin"),
-                              str(BUILD / "conv1d_constant.sm_90.cubin")],
+                              str(BUILD / "conv1d_constant.sm_90.cubin"),
+                              str(REPO / "tests" / "fixtures" / "cubins" /
+                                  "cluster.compressed.fatbin")],
                              env=env, capture_output=True, text=True, timeout=60)
     assert harness.returncode == 0, harness.stderr
     assert harness.stderr == ""
@@ -116,12 +118,16 @@ def test_extra_buffers_module_globals_and_graph_nodes_become_specs(built, tmp_pa
     document = json.loads((tmp_path / "capture.json").read_text())
     specs = {s["spec"].split("-", 1)[1]: s for s in document["specs"]}
     names = [s["spec"] for s in document["specs"]]
-    assert len(names) == 5, (names, document["skipped"])
+    assert len(names) == 6, (names, document["skipped"])
     assert [s["kernel"] for s in document["specs"]] == ["add_kernel", "conv1d", "add_kernel",
-                                                       "add_kernel", "struct_saxpy"]
+                                                       "add_kernel", "struct_saxpy", "fixed_block"]
     loaded = {s["spec"]: yaml.safe_load((tmp_path / s["spec"]).read_text())
               for s in document["specs"]}
-    through_extra, conv, captured_node, first_node, second_node = loaded.values()
+    through_extra, conv, captured_node, first_node, second_node, from_library = loaded.values()
+    # a library's kernel: its binary unpacked from the library's compressed fatbin
+    from cubinrun.binary.cubin import read_cubin
+    cubin = read_cubin((tmp_path / from_library["kernel"]["cubin"]).read_bytes())
+    assert cubin.arch == "sm_90" and "fixed_block" in [k.name for k in cubin.kernels]
     # `extra`: the buffer split into the kernel's four parameters, pointers relocated
     assert through_extra["signature"] == {"a0": "*u8", "a1": "*u8", "a2": "*u8", "a3": "u32"}
     assert through_extra["args"]["a3"] == 1024 and "init" in through_extra["args"]["a0"]

@@ -39,6 +39,7 @@ typedef struct {
     const CUlaunchConfig *config;
     CUmodule module_handle;
     int module;
+    int library;                /* its library's saved image (libraries/lN.bin), or -1 */
     size_t globals_left_out;    /* module globals past MAX_GLOBALS_PER_LAUNCH */
     const char *graph;          /* "EXEC/NODE" of a graph's kernel node, else NULL */
     char graph_text[64];
@@ -86,6 +87,7 @@ static void reset_launch(Launch *l) {
     l->extra_size = 0;
     l->graph = NULL;
     l->module = -1;
+    l->library = -1;
     l->module_handle = NULL;
     l->globals_left_out = 0;
 }
@@ -283,6 +285,19 @@ static int differs(const Launch *l, int which) {   /* after vs before (0) or aga
 
 static void write_loaded(FILE *f);          /* injection_loaded.c */
 
+/* The device's arch ("sm_90"), asked once: a saved fatbin holds several. */
+static const char *device_arch(void) {
+    static char arch[16];
+    CUdevice device;
+    int major, minor;
+    if (!arch[0] && api.CtxGetDevice && api.DeviceGetAttribute &&
+        api.CtxGetDevice(&device) == CUDA_SUCCESS &&
+        api.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device) == CUDA_SUCCESS &&
+        api.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device) == CUDA_SUCCESS)
+        snprintf(arch, sizeof arch, "sm_%d%d", major, minor);
+    return arch[0] ? arch : NULL;
+}
+
 static int write_record(Launch *l, int module, int deterministic) {
     char dir[4200], path[4400];
     snprintf(dir, sizeof dir, "%s/%05lld", folder, captured);
@@ -315,6 +330,10 @@ static int write_record(Launch *l, int module, int deterministic) {
     json_string(f, l->name);
     if (module >= 0) fprintf(f, ", \"module\": \"modules/m%d.cubin\"", module);
     else fputs(", \"module\": null", f);
+    if (l->library >= 0) fprintf(f, ", \"library\": \"libraries/l%d.bin\"", l->library);
+    else fputs(", \"library\": null", f);
+    fputs(", \"arch\": ", f);
+    if (device_arch()) json_string(f, device_arch()); else fputs("null", f);
     fprintf(f, ", \"key\": \"%016llx\", \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], "
                "\"shared\": %u, \"cooperative\": %s, \"cluster\": [%u, %u, %u], \"deterministic\": %s",
             (unsigned long long)l->key, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
@@ -367,6 +386,7 @@ static int write_record(Launch *l, int module, int deterministic) {
 
 
 static void add_globals(Launch *l);          /* injection_globals.c */
+static int library_of(Launch *l);           /* injection_libraries.c */
 static int follow_loaded_pointers(Launch *l);   /* injection_loaded.c */
 
 static Launch current;        /* under `lock`: one launch is captured at a time */
@@ -386,6 +406,7 @@ static int choose_launch(Launch *l) {
     if (why) { note_skip(l->name, why); return 0; }
     l->module = module_of(l->f, &l->module_handle);
     add_globals(l);
+    l->library = library_of(l);
     l->key = launch_key(l);
     if (seen_before(l->key)) {
         note_skip(l->name, "a launch of the same kernel, grid and sizes was already seen");

@@ -68,6 +68,10 @@ static struct {
     CUresult (*LaunchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
                                         unsigned, unsigned, unsigned, CUstream, void **);
     CUresult (*ModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
+    /* optional: where a runtime kernel's library is, and the device's arch */
+    CUresult (*KernelGetLibrary)(CUlibrary *, CUkernel);
+    CUresult (*CtxGetDevice)(CUdevice *);
+    CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
     /* graphs (injection_graphs.c): optional, a driver without them captures no graph */
     CUresult (*GraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
     CUresult (*GraphNodeGetType)(CUgraphNode, CUgraphNodeType *);

@@ -1,6 +1,6 @@
 """The CUPTI injection library (injection_base.c, injection.c,
-injection_globals.c, injection_loaded.c, injection_graphs.c and
-injection_start.c, one translation unit), compiled on first use with the C compiler launchers are
+injection_globals.c, injection_libraries.c, injection_loaded.c,
+injection_graphs.c and injection_start.c, one translation unit), compiled on first use with the C compiler launchers are
 built with (launcher/compilers.py) and kept in the launcher cache, checked by
 digest as a launcher is; and the CUPTI library it loads into the program.
 
@@ -26,8 +26,9 @@ from ..launcher.tool_runs import run_tool
 from ..platform import WINDOWS
 
 ENTRY = "cubinrun_capture_injection"
-INJECTION_PARTS = ("injection_base.c", "injection.c", "injection_globals.c", "injection_loaded.c",
-                   "injection_graphs.c", "injection_start.c")
+INJECTION_PARTS = ("injection_base.c", "injection.c", "injection_globals.c",
+                   "injection_libraries.c", "injection_loaded.c", "injection_graphs.c",
+                   "injection_start.c")
 INSTALL_HINT = "pip install 'cubinrun[capture]'"
 
 

@@ -75,6 +75,22 @@ static void CUPTIAPI callback(void *user, CUpti_CallbackDomain domain, CUpti_Cal
         return;
     }
     if (graph_call(cbid, info)) return;
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData ||
+        cbid == CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile) {
+        if (info->callbackSite != CUPTI_API_EXIT ||
+            (info->functionReturnValue && *(const CUresult *)info->functionReturnValue != CUDA_SUCCESS))
+            return;
+        pthread_mutex_lock(&lock);
+        if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData) {
+            const cuLibraryLoadData_params *a = info->functionParams;
+            if (a->library) library_loaded(*a->library, a->code, NULL);
+        } else {
+            const cuLibraryLoadFromFile_params *a = info->functionParams;
+            if (a->library) library_loaded(*a->library, NULL, a->fileName);
+        }
+        pthread_mutex_unlock(&lock);
+        return;
+    }
     if (paused) return;
     static __thread int capturing;
     if (info->callbackSite == CUPTI_API_ENTER) {
@@ -131,6 +147,9 @@ static int load_api(void) {
     GET(cuda, GetErrorName, "cuGetErrorName");
     GET(cuda, ModuleGetGlobal, "cuModuleGetGlobal_v2");
 #define OPTIONAL(field, name) *(void **)&api.field = dlsym(cuda, name)
+    OPTIONAL(KernelGetLibrary, "cuKernelGetLibrary");
+    OPTIONAL(CtxGetDevice, "cuCtxGetDevice");
+    OPTIONAL(DeviceGetAttribute, "cuDeviceGetAttribute");
     OPTIONAL(GraphGetNodes, "cuGraphGetNodes");
     OPTIONAL(GraphNodeGetType, "cuGraphNodeGetType");
     OPTIONAL(GraphNodeGetDependencies, "cuGraphNodeGetDependencies");    /* v1: no edge data */
@@ -162,9 +181,11 @@ EXPORT int InitializeInjection(void) {
     const char *root = getenv("CUBINRUN_CAPTURE_DIR");
     if (!root || !*root) return 1;
     snprintf(folder, sizeof folder, "%s/raw/cupti-%d", root, (int)getpid());
-    char modules_dir[4200];
+    char modules_dir[4200], libraries_dir[4200];
     snprintf(modules_dir, sizeof modules_dir, "%s/modules", folder);
-    if ((mkdir(folder, 0777) != 0 && errno != EEXIST) || (mkdir(modules_dir, 0777) != 0 && errno != EEXIST)) {
+    snprintf(libraries_dir, sizeof libraries_dir, "%s/libraries", folder);
+    if ((mkdir(folder, 0777) != 0 && errno != EEXIST) || (mkdir(modules_dir, 0777) != 0 && errno != EEXIST) ||
+        (mkdir(libraries_dir, 0777) != 0 && errno != EEXIST)) {
         fprintf(stderr, "cubinrun capture (cupti): cannot create %s: %s\n", modules_dir, strerror(errno));
         return 1;
     }
@@ -207,7 +228,8 @@ EXPORT int InitializeInjection(void) {
         CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams,
         CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz,
         CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2, CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy,
-        CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz};
+        CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData, CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile};
     for (size_t i = 0; i < sizeof launches / sizeof launches[0]; i++)
         if (!cupti_ok(api.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, launches[i]),
                       "cuptiEnableCallback")) { write_summary(); return 1; }

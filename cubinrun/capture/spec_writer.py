@@ -14,6 +14,7 @@ spec in a CI job says where it was captured.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import shutil
@@ -119,33 +120,57 @@ def _kernel(record: Record, out: Path) -> dict:
 
 
 def _module(record: Record, process: Path) -> bytes:
-    """The cubin that defines the kernel: the module the library matched to the
-    launch when it does, else the first module of the process that does (a
-    runtime kernel whose module loaded lazily, before the launch, e.g. inside
-    the runtime's cudaFuncGetAttributes). Only a module that defines the kernel
-    will do: on the H200 PyTorch's kernels were matched to modules that merely
-    named them, and their specs failed with "it has none"."""
-    matched = process / record.data["module"] if record.data.get("module") else None
-    symbol = record.kernel.encode() + b"\0"
-    candidates = [matched] if matched is not None and matched.is_file() else []
+    """The cubin that defines the kernel: from the module the library matched to
+    the launch when it does, else its library's saved image, else the first
+    module or library of the process that does (a runtime kernel whose module
+    loaded lazily, before the launch, e.g. inside the runtime's
+    cudaFuncGetAttributes). A fatbin's cubins count, compressed ones unpacked
+    (module_images.py), the one for the device's arch (`arch`) when the record
+    says it. Only a cubin that defines the kernel will do: on the H200 PyTorch's
+    kernels were matched to modules that merely named them, and their specs
+    failed with "it has none"."""
+    data = record.data
+    matched = process / data["module"] if data.get("module") else None
+    library = process / data["library"] if data.get("library") else None
+    candidates = [p for p in (matched, library) if p is not None and p.is_file()]
     candidates += sorted((process / "modules").glob("m*.cubin"))
-    for cubin in candidates:
-        data = cubin.read_bytes()
-        if symbol in data and _defines(data, record.kernel):
-            return data
+    candidates += sorted((process / "libraries").glob("l*.bin"))
+    symbol = record.kernel.encode() + b"\0"
+    for path in dict.fromkeys(candidates):
+        with open(path, "rb") as f:
+            if f.read(4) == b"\x7fELF" and symbol not in path.read_bytes():
+                continue            # a plain cubin that does not even name it: not parsed
+        fitting = [(sm, cubin) for sm, variant, names, cubin in _cubins_of(path)
+                   if record.kernel in names and _runs_on(sm, variant, data.get("arch"))]
+        if fitting:
+            return max(fitting, key=lambda found: found[0])[1]
     if matched is not None and not matched.is_file():
         raise NotExpressible("the module's cubin was not saved")
     raise NotExpressible("no module the process loaded defines this kernel")
 
 
-def _defines(data: bytes, kernel: str) -> bool:
-    """Whether a saved module is a cubin with `kernel` among its kernels."""
+@functools.lru_cache(maxsize=64)        # each record of a process looks through the same files
+def _cubins_of(path: Path) -> tuple[tuple[int, str, frozenset, bytes], ...]:
+    """(sm, variant, kernel names, cubin) of each cubin a saved image holds."""
     from ..binary.cubin import read_cubin
     from ..errors import CubinrunError
-    try:
-        return any(k.name == kernel for k in read_cubin(data).kernels)
-    except CubinrunError:
-        return False                # a fatbin, PTX or a damaged image: not this kernel's cubin
+    from .module_images import cubins_in
+    found = []
+    for cubin in cubins_in(path.read_bytes()):
+        try:
+            info = read_cubin(cubin)
+        except CubinrunError:
+            continue                # PTX or a damaged image: no kernel's cubin
+        found.append((info.sm, info.variant, frozenset(k.name for k in info.kernels), cubin))
+    return tuple(found)
+
+
+def _runs_on(sm: int, variant: str, arch: str | None) -> bool:
+    if not arch:
+        return True
+    from ..binary.validate import arch_runs_on
+    digits = "".join(ch for ch in arch.removeprefix("sm_") if ch.isdigit())
+    return not digits or arch_runs_on(sm, variant, int(digits))
 
 
 def _geometry(record: Record) -> dict:

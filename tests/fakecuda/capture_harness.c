@@ -11,8 +11,11 @@
    `extra`, conv1d reading its __constant__ filter and counting its calls in a
    __device__ variable, and two CUDA graphs, one by stream capture and one of
    two dependent nodes by cuGraphAddKernelNode, each launched twice after its
-   inputs were written.
-   Usage: capture_harness INJECTION.so VECTOR_ADD.cubin STRUCTS.cubin [CONV1D.cubin] */
+   inputs were written, a kernel that reads a pointer array, and a kernel of a
+   library (cuLibraryLoadData of a compressed fatbin, through the runtime's
+   fatbin wrapper) that no module callback ties to it.
+   Usage: capture_harness INJECTION.so VECTOR_ADD.cubin STRUCTS.cubin
+                          [CONV1D.cubin CLUSTER.compressed.fatbin] */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,7 +168,32 @@ static void graph_launch(CUgraphExec exec, CUstream stream) {
     driver_call(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, NULL, &p, do_graph_launch);
 }
 
-static int more_program(CUfunction add, CUfunction saxpy, const char *conv_cubin) {
+static void fixed_block(void **params) {
+    float *out = *(float **)params[0];
+    for (int i = 0; i < 256; i++) out[i] = 3.0f;
+}
+
+/* the runtime's way: cuLibraryLoadData of its fatbin wrapper {magic, version, data, 0} */
+static void library_program(const char *fatbin_path) {
+    size_t size;
+    struct { unsigned magic, version; const void *data, *unused; } wrapper = {0x466243b1u, 1, NULL, NULL};
+    wrapper.data = read_file(fatbin_path, &size);
+    CUlibrary library = (CUlibrary)0x4444;
+    cuLibraryLoadData_params load = {&library, &wrapper, NULL, NULL, 0, NULL, NULL, 0};
+    driver_call(CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData, NULL, &load, NULL);
+    CUfunction kernel = (CUfunction)0xf5;          /* a CUkernel: no module to tell */
+    size_t offsets[] = {0}, sizes[] = {8};
+    fake_function(kernel, NULL, 1, offsets, sizes, fixed_block);
+    void (*kernel_library)(CUkernel, CUlibrary) = symbol_of("fake_kernel_library");
+    kernel_library((CUkernel)kernel, library);
+    float *out = fake_alloc(256 * sizeof(float));
+    void *params[] = {&out};
+    cuLaunchKernel_params p = {kernel, 1, 1, 1, 128, 2, 1, 0, NULL, params, NULL};
+    driver_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "fixed_block", &p, do_launch);
+}
+
+static int more_program(CUfunction add, CUfunction saxpy, const char *conv_cubin,
+                        const char *fatbin) {
     CUmodule third = (CUmodule)0x3333;
     load_module(3, conv_cubin, &third);
     CUfunction conv = (CUfunction)0xf3;
@@ -257,13 +285,14 @@ static int more_program(CUfunction add, CUfunction saxpy, const char *conv_cubin
     table[1] = row1;
     void *gather_params[] = {&table, &gathered, &rows};
     launch(gather_rows, "gather_rows", 1, 64, gather_params);
+    library_program(fatbin);
     printf("out[5] %.1f smooth[2] %.1f calls %u gout[3] %.1f acc[4] %.1f gathered[7] %.1f\n", out[5],
            smooth[2], calls, gout[3], acc[4], gathered[7]);
     return 0;
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4 && argc != 5) return 2;
+    if (argc != 4 && argc != 6) return 2;
     void *fake = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (!fake) { fprintf(stderr, "%s\n", dlerror()); return 2; }
     fake_alloc = (void *(*)(size_t))dlsym(fake, "fake_alloc");
@@ -286,7 +315,7 @@ int main(int argc, char **argv) {
     fake_function(add, first, 4, add_offsets, add_sizes, add_kernel);
     size_t saxpy_offsets[] = {0, 32, 48, 64, 72}, saxpy_sizes[] = {24, 16, 16, 8, 8};
     fake_function(saxpy, second, 5, saxpy_offsets, saxpy_sizes, struct_saxpy);
-    if (argc == 5) return more_program(add, saxpy, argv[4]);
+    if (argc == 6) return more_program(add, saxpy, argv[4], argv[5]);
 
     int n = 4096;
     float *x = fake_alloc(n * sizeof(float)), *y = fake_alloc(n * sizeof(float)),

@@ -53,6 +53,30 @@ EXPORT void fake_global(CUmodule module, const char *name, void *address, size_t
     globals[nglobals++].size = size;
 }
 
+static struct { CUkernel kernel; CUlibrary library; } kernel_libraries[4];
+static int nkernel_libraries;
+
+EXPORT void fake_kernel_library(CUkernel kernel, CUlibrary library) {
+    kernel_libraries[nkernel_libraries].kernel = kernel;
+    kernel_libraries[nkernel_libraries++].library = library;
+}
+
+EXPORT CUresult cuKernelGetLibrary(CUlibrary *library, CUkernel kernel) {
+    for (int i = 0; i < nkernel_libraries; i++)
+        if (kernel_libraries[i].kernel == kernel) { *library = kernel_libraries[i].library; return CUDA_SUCCESS; }
+    return CUDA_ERROR_INVALID_HANDLE;
+}
+
+EXPORT CUresult cuCtxGetDevice(CUdevice *device) { *device = 0; return CUDA_SUCCESS; }
+
+EXPORT CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute, CUdevice device) {
+    (void)device;
+    if (attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) *value = 9;
+    else if (attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR) *value = 0;
+    else return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
 EXPORT void fake_function_name(CUfunction f, const char *name) {
     names[nnames].f = f;
     names[nnames++].name = name;
