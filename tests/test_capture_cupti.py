@@ -107,8 +107,8 @@ def test_extra_buffers_module_globals_and_graph_nodes_become_specs(built, tmp_pa
     x, acc0, mid = 5.0, 1.0, 4 + 0.5
     assert harness.stdout == (f"out[5] {x + 2:.1f} smooth[2] {2 + 10 * 3 + 100 * 4:.1f} calls 42 "
                               f"gout[3] {103 + 1:.1f} acc[4] {acc0 + 2 * 3 * mid:.1f} "
-                              "gathered[7] 1007.0\n")
-    raw = json.loads(next(tmp_path.glob("raw/cupti-*/00005/record.json")).read_text())
+                              "gathered[7] 1007.0 cacc[3] 7.0\n")
+    raw = json.loads(next(tmp_path.glob("raw/cupti-*/00007/record.json")).read_text())
     assert raw["kernel"] == "gather_rows" and len(raw["loaded"]) == 2
     assert [loaded["offset"] for loaded in raw["loaded"]] == [0, 8]
     targets = [raw["regions"][loaded["target"]] for loaded in raw["loaded"]]
@@ -118,12 +118,18 @@ def test_extra_buffers_module_globals_and_graph_nodes_become_specs(built, tmp_pa
     document = json.loads((tmp_path / "capture.json").read_text())
     specs = {s["spec"].split("-", 1)[1]: s for s in document["specs"]}
     names = [s["spec"] for s in document["specs"]]
-    assert len(names) == 6, (names, document["skipped"])
-    assert [s["kernel"] for s in document["specs"]] == ["add_kernel", "conv1d", "add_kernel",
-                                                       "add_kernel", "struct_saxpy", "fixed_block"]
+    assert len(names) == 8, (names, document["skipped"])
+    assert [s["kernel"] for s in document["specs"]] == [
+        "add_kernel", "conv1d", "add_kernel", "add_kernel", "struct_saxpy", "add_kernel",
+        "struct_saxpy", "fixed_block"]
     loaded = {s["spec"]: yaml.safe_load((tmp_path / s["spec"]).read_text())
               for s in document["specs"]}
-    through_extra, conv, captured_node, first_node, second_node, from_library = loaded.values()
+    (through_extra, conv, captured_node, first_node, second_node, in_child, after_child,
+     from_library) = loaded.values()
+    # a child graph's node ran in its place: the node after it read its results
+    assert in_child["grid"] == [32, 1, 1] and document["specs"][5]["graph"]
+    read = np.load(tmp_path / after_child["args"]["a0"][1]["init"]["file"]).view(np.float32)
+    assert read[3] == 7.0
     # a library's kernel: its binary unpacked from the library's compressed fatbin
     from cubinrun.binary.cubin import read_cubin
     cubin = read_cubin((tmp_path / from_library["kernel"]["cubin"]).read_bytes())

@@ -76,6 +76,10 @@ static struct {
     CUresult (*GraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
     CUresult (*GraphNodeGetType)(CUgraphNode, CUgraphNodeType *);
     CUresult (*GraphNodeGetDependencies)(CUgraphNode, CUgraphNode *, size_t *);
+    CUresult (*GraphNodeGetDependencies2)(CUgraphNode, CUgraphNode *, CUgraphEdgeData *, size_t *);
+    CUresult (*GraphChildGraphNodeGetGraph)(CUgraphNode, CUgraph *);
+    CUresult (*GraphEventWaitNodeGetEvent)(CUgraphNode, CUevent *);
+    CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned);
     CUresult (*GraphKernelNodeGetParams)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
     CUresult (*GraphKernelNodeGetAttribute)(CUgraphNode, CUkernelNodeAttrID, CUkernelNodeAttrValue *);
     CUresult (*GraphMemsetNodeGetParams)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS *);

@@ -13,16 +13,20 @@
  *   3. the nodes run one at a time on the launch's stream, each kernel node
  *      captured as a launch of its own (choose_launch/finish_launch: inputs
  *      before, results after, the determinism re-run), memsets and copies
- *      done as the graph would;
+ *      done as the graph would, a wait on an event waited for on the stream
+ *      (an event record is left to the graph's own launch); a child graph's
+ *      nodes take its place, in their own order;
  *   4. the saved memory is put back, and the program's own cuGraphLaunch then
  *      runs the graph on exactly what it would have had.
  * The graph's work is thus done twice at its first launch (plus the copies);
  * later launches of the same executable graph cost nothing. A graph with
- * other nodes (host functions, events, child graphs, memory nodes,
- * conditionals) is not walked: its kernel nodes are listed as left out. */
+ * other nodes (host functions, memory nodes, conditionals), or whose memory
+ * is over --max-bytes for one launch, is not walked: its kernel nodes are
+ * listed as left out. */
 
 #define MAX_EXECS 4096
 #define MAX_NODES 4096
+#define MAX_CHILD_DEPTH 8
 
 static struct { CUgraphExec exec; CUgraph graph; int walked; } execs[MAX_EXECS];
 static size_t exec_count;
@@ -45,8 +49,13 @@ static void graph_exec_destroyed(CUgraphExec exec) {      /* its handle may come
 }
 
 static int have_graph_api(void) {
-    return api.GraphGetNodes && api.GraphNodeGetType && api.GraphNodeGetDependencies &&
-           api.GraphKernelNodeGetParams;
+    return api.GraphGetNodes && api.GraphNodeGetType && api.GraphKernelNodeGetParams &&
+           (api.GraphNodeGetDependencies || api.GraphNodeGetDependencies2);
+}
+
+static CUresult dependencies(CUgraphNode node, CUgraphNode *found, size_t *count) {
+    if (api.GraphNodeGetDependencies) return api.GraphNodeGetDependencies(node, found, count);
+    return api.GraphNodeGetDependencies2(node, found, NULL, count);
 }
 
 /* The nodes of `graph` in an order that respects every dependency (Kahn's). */
@@ -65,7 +74,7 @@ static CUgraphNode *ordered_nodes(CUgraph graph, size_t *count) {
         for (size_t i = 0; i < n; i++) {
             if (placed[i]) continue;
             size_t k = 64;
-            if (!cu_ok(api.GraphNodeGetDependencies(nodes[i], deps, &k), "cuGraphNodeGetDependencies"))
+            if (!cu_ok(dependencies(nodes[i], deps, &k), "cuGraphNodeGetDependencies"))
                 goto failed;
             int ready = k <= 64;
             for (size_t d = 0; ready && d < k; d++)
@@ -83,6 +92,45 @@ failed:
     free(nodes);
     free(order);
     free(placed);
+    return NULL;
+}
+
+/* The nodes of `graph` in order, each child graph's nodes (in their own order) in
+ * the child's place; NULL when a graph cannot be read or has too many nodes. */
+static CUgraphNode *flat_nodes(CUgraph graph, size_t *count, int depth) {
+    size_t n = 0;
+    CUgraphNode *order = ordered_nodes(graph, &n);
+    if (!order || depth == MAX_CHILD_DEPTH) { free(order); return NULL; }
+    CUgraphNode *flat = NULL;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        CUgraphNodeType type;
+        CUgraph child;
+        size_t child_count = 0;
+        CUgraphNode *inner = NULL, *one = &order[i];
+        if (api.GraphNodeGetType(order[i], &type) == CUDA_SUCCESS && type == CU_GRAPH_NODE_TYPE_GRAPH) {
+            if (!api.GraphChildGraphNodeGetGraph ||
+                api.GraphChildGraphNodeGetGraph(order[i], &child) != CUDA_SUCCESS ||
+                !(inner = flat_nodes(child, &child_count, depth + 1)))
+                goto failed;
+            one = inner;
+        } else {
+            child_count = 1;
+        }
+        CUgraphNode *grown = total + child_count <= MAX_NODES
+                                 ? realloc(flat, (total + child_count) * sizeof *flat) : NULL;
+        if (!grown) { free(inner); goto failed; }
+        flat = grown;
+        memcpy(flat + total, one, child_count * sizeof *flat);
+        total += child_count;
+        free(inner);
+    }
+    free(order);
+    *count = total;
+    return flat;
+failed:
+    free(order);
+    free(flat);
     return NULL;
 }
 
@@ -177,15 +225,26 @@ static const char *plan_walk(CUgraphNode *nodes, size_t n, CUstream stream) {
             if (m.dstMemoryType != CU_MEMORYTYPE_DEVICE && m.dstMemoryType != CU_MEMORYTYPE_UNIFIED)
                 return "a graph with a copy to host or array memory";
             keep_allocation(m.dstDevice);
-        } else if (type != CU_GRAPH_NODE_TYPE_EMPTY) {
-            return "a graph with host, event, child-graph, memory or conditional nodes";
+        } else if (type == CU_GRAPH_NODE_TYPE_WAIT_EVENT) {
+            if (!api.GraphEventWaitNodeGetEvent || !api.StreamWaitEvent)
+                return "a graph that waits on an event (the driver lacks the calls)";
+        } else if (type != CU_GRAPH_NODE_TYPE_EMPTY && type != CU_GRAPH_NODE_TYPE_EVENT_RECORD) {
+            return "a graph with host, memory or conditional nodes";
         }
     }
     if (whole.nregions == MAX_POINTERS) return "a graph that reaches more than 1024 allocations";
+    if (opt_max_launch >= 0 && (long long)region_bytes(&whole) > opt_max_launch)
+        return "--max-bytes: the graph's memory is more than allowed for one launch";
     return NULL;
 }
 
 static CUresult run_copy_node(CUgraphNode node, CUgraphNodeType type, CUstream stream) {
+    if (type == CU_GRAPH_NODE_TYPE_EVENT_RECORD) return CUDA_SUCCESS;   /* the graph's launch records it */
+    if (type == CU_GRAPH_NODE_TYPE_WAIT_EVENT) {
+        CUevent event;
+        CUresult status = api.GraphEventWaitNodeGetEvent(node, &event);
+        return status != CUDA_SUCCESS ? status : api.StreamWaitEvent(stream, event, 0);
+    }
     if (type == CU_GRAPH_NODE_TYPE_MEMSET) {
         CUDA_MEMSET_NODE_PARAMS m;
         CUresult status = api.GraphMemsetNodeGetParams(node, &m);
@@ -221,8 +280,11 @@ static void graph_launching(CUgraphExec exec, CUstream stream) {
     execs[e].walked = 1;
     if (!have_graph_api()) { note_skip("a CUDA graph", "the driver lacks the graph calls"); return; }
     size_t n = 0;
-    CUgraphNode *nodes = ordered_nodes(execs[e].graph, &n);
-    if (!nodes) { note_skip("a CUDA graph", "its nodes could not be put in order"); return; }
+    CUgraphNode *nodes = flat_nodes(execs[e].graph, &n, 0);
+    if (!nodes) {
+        note_skip("a CUDA graph", "its nodes could not be put in order (or over 4096 of them)");
+        return;
+    }
     inside = 1;
     const char *why = plan_walk(nodes, n, stream);
     if (why) {

@@ -153,6 +153,10 @@ static int load_api(void) {
     OPTIONAL(GraphGetNodes, "cuGraphGetNodes");
     OPTIONAL(GraphNodeGetType, "cuGraphNodeGetType");
     OPTIONAL(GraphNodeGetDependencies, "cuGraphNodeGetDependencies");    /* v1: no edge data */
+    OPTIONAL(GraphNodeGetDependencies2, "cuGraphNodeGetDependencies_v2");
+    OPTIONAL(GraphChildGraphNodeGetGraph, "cuGraphChildGraphNodeGetGraph");
+    OPTIONAL(GraphEventWaitNodeGetEvent, "cuGraphEventWaitNodeGetEvent");
+    OPTIONAL(StreamWaitEvent, "cuStreamWaitEvent");
     OPTIONAL(GraphKernelNodeGetParams, "cuGraphKernelNodeGetParams_v2");
     OPTIONAL(GraphKernelNodeGetAttribute, "cuGraphKernelNodeGetAttribute");
     OPTIONAL(GraphMemsetNodeGetParams, "cuGraphMemsetNodeGetParams");

@@ -272,6 +272,28 @@ static int more_program(CUfunction add, CUfunction saxpy, const char *conv_cubin
     for (int i = 0; i < h; i++) { hx[i] = (float)i; hy[i] = 0.5f; acc[i] = 1.0f; }
     graph_launch(second, stream);
     graph_launch(second, stream);
+
+    /* a graph whose first node is a child graph: its node runs, and is captured, in place */
+    CUgraph inner, outer;
+    CUresult (*add_child)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUgraph) =
+        symbol_of("cuGraphAddChildGraphNode");
+    create(&inner, 0);
+    create(&outer, 0);
+    int c = 128;
+    float *cx = fake_alloc(c * sizeof(float)), *cy = fake_alloc(c * sizeof(float)),
+          *cmid = fake_alloc(c * sizeof(float)), *cacc = fake_alloc(c * sizeof(float));
+    void *inner_params[] = {&cx, &cy, &cmid, &c};
+    node.func = add; node.gridDimX = 32; node.blockDimX = 4; node.kernelParams = inner_params;
+    CUgraphNode child_node, last;
+    add_node(&a, inner, NULL, 0, &node);
+    add_child(&child_node, outer, NULL, 0, inner);
+    struct Saxpy q = {c, 1.0f, cmid, cacc};
+    void *outer_params[] = {&q, scale, taps16, &sums, &taps_sum};
+    node.func = saxpy; node.gridDimX = 4; node.blockDimX = 32; node.kernelParams = outer_params;
+    add_node(&last, outer, &child_node, 1, &node);
+    CUgraphExec nested = instantiate(outer);
+    for (int i = 0; i < c; i++) { cx[i] = 2.0f * i; cy[i] = 1.0f; cacc[i] = 0.0f; }
+    graph_launch(nested, stream);
     /* a pointer array: the kernel loads its inputs' addresses from device memory */
     CUfunction gather_rows = (CUfunction)0xf4;
     size_t gather_offsets[] = {0, 8, 16}, gather_sizes[] = {8, 8, 4};
@@ -286,8 +308,8 @@ static int more_program(CUfunction add, CUfunction saxpy, const char *conv_cubin
     void *gather_params[] = {&table, &gathered, &rows};
     launch(gather_rows, "gather_rows", 1, 64, gather_params);
     library_program(fatbin);
-    printf("out[5] %.1f smooth[2] %.1f calls %u gout[3] %.1f acc[4] %.1f gathered[7] %.1f\n", out[5],
-           smooth[2], calls, gout[3], acc[4], gathered[7]);
+    printf("out[5] %.1f smooth[2] %.1f calls %u gout[3] %.1f acc[4] %.1f gathered[7] %.1f "
+           "cacc[3] %.1f\n", out[5], smooth[2], calls, gout[3], acc[4], gathered[7], cacc[3]);
     return 0;
 }
 

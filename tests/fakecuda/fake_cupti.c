@@ -31,6 +31,8 @@ static int nnames;
 
 #define MAX_NODES 8
 typedef struct FakeNode {
+    CUgraphNodeType type;
+    struct FakeGraph *child;    /* a child graph node's graph */
     CUfunction f;
     unsigned grid[3], block[3], shared;
     unsigned char bytes[256];
@@ -38,7 +40,7 @@ typedef struct FakeNode {
     struct FakeNode *deps[4];
     size_t ndeps;
 } FakeNode;
-typedef struct { FakeNode nodes[MAX_NODES]; size_t count; } FakeGraph;
+typedef struct FakeGraph { FakeNode nodes[MAX_NODES]; size_t count; } FakeGraph;
 typedef struct { FakeGraph *graph; } FakeExec;
 static CUstream capturing;
 static FakeGraph *capture_graph;
@@ -204,6 +206,7 @@ static FakeNode *add_node(FakeGraph *g, CUfunction f, unsigned gx, unsigned gy, 
     if (k < 0 || g->count == MAX_NODES) return NULL;
     FakeNode *node = &g->nodes[g->count++];
     memset(node, 0, sizeof *node);
+    node->type = CU_GRAPH_NODE_TYPE_KERNEL;
     node->f = f;
     node->grid[0] = gx; node->grid[1] = gy; node->grid[2] = gz;
     node->block[0] = bx; node->block[1] = by; node->block[2] = bz;
@@ -274,8 +277,26 @@ EXPORT CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode *nodes, size_t *count
 }
 
 EXPORT CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type) {
-    (void)node;
-    *type = CU_GRAPH_NODE_TYPE_KERNEL;
+    *type = ((FakeNode *)node)->type;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                         size_t ndeps, CUgraph child) {
+    FakeGraph *g = (FakeGraph *)graph;
+    if (g->count == MAX_NODES || ndeps > 4) return CUDA_ERROR_INVALID_VALUE;
+    FakeNode *added = &g->nodes[g->count++];
+    memset(added, 0, sizeof *added);
+    added->type = CU_GRAPH_NODE_TYPE_GRAPH;
+    added->child = (FakeGraph *)child;
+    for (size_t i = 0; i < ndeps; i++) added->deps[i] = (FakeNode *)deps[i];
+    added->ndeps = ndeps;
+    *node = (CUgraphNode)added;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode node, CUgraph *graph) {
+    *graph = (CUgraph)((FakeNode *)node)->child;
     return CUDA_SUCCESS;
 }
 
@@ -307,11 +328,17 @@ EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, un
     return CUDA_SUCCESS;
 }
 
+static void run_graph(FakeGraph *g) {
+    for (size_t i = 0; i < g->count; i++) {
+        if (g->nodes[i].type == CU_GRAPH_NODE_TYPE_GRAPH) run_graph(g->nodes[i].child);
+        else functions[find(g->nodes[i].f)].run(g->nodes[i].params);
+    }
+}
+
 EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream s) {
     (void)s;
-    FakeGraph *g = ((FakeExec *)exec)->graph;
     graph_launches++;
-    for (size_t i = 0; i < g->count; i++) functions[find(g->nodes[i].f)].run(g->nodes[i].params);
+    run_graph(((FakeExec *)exec)->graph);
     return CUDA_SUCCESS;
 }
 
