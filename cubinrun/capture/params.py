@@ -58,21 +58,31 @@ class Params:
 
 
 def triton_params(record: dict) -> Params:
-    """From the hook's record: arguments by the kernel's own names."""
+    """From the hook's record: arguments by the kernel's own names; a tuple is a
+    list of its elements (the constexprs left out, as the entry's parameters do)."""
     params = Params()
     for arg in record["args"]:
-        name, kind = arg["name"], arg["kind"]
-        if kind == "constexpr":
-            params.constants[name] = arg["value"]
-        elif kind == "scalar":
-            params.args[name] = arg["value"]
-        elif kind == "null":
-            params.args[name] = None
+        if arg["kind"] == "constexpr":
+            params.constants[arg["name"]] = arg["value"]
         else:
-            pointee = arg["type"].lstrip("*").lstrip("k")
-            params.pointer(PointerUse(name, int(arg["region"]), int(arg["at"]), pointee),
-                           params.args, name)
+            _triton_arg(params, arg, params.args, arg["name"])
     return params
+
+
+def _triton_arg(params: Params, arg: dict, holder, key) -> None:
+    kind = arg["kind"]
+    if kind == "scalar":
+        holder[key] = arg["value"]
+    elif kind == "null":
+        holder[key] = None
+    elif kind == "tuple":
+        holder[key] = [None] * len(arg["items"])
+        for index, item in enumerate(arg["items"]):
+            _triton_arg(params, item, holder[key], index)
+    else:
+        pointee = arg["type"].lstrip("*").lstrip("k")
+        params.pointer(PointerUse(arg["name"], int(arg["region"]), int(arg["at"]), pointee),
+                       holder, key)
 
 
 def cuda_params(record: dict) -> Params:

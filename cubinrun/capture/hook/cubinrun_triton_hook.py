@@ -351,22 +351,37 @@ class LaunchPlan:
                 self.args.append({"name": arg_name, "kind": "constexpr",
                                   "value": _plain(value)})
                 continue
-            value = values[arg_name]
-            if not isinstance(ty, str):
-                raise Skip(f"parameter {arg_name} has type {ty!r} (tuples are not captured)")
-            if ty.startswith("*"):
-                self.args.append(self.pointer(arg_name, ty, value, by_storage))
-            elif ty in ("nvTmaDesc",) or ty.startswith("tensordesc"):
-                raise Skip(f"parameter {arg_name} is a {ty} (TMA descriptors are not captured)")
-            else:
-                if not isinstance(value, (bool, int, float)):
-                    raise Skip(f"scalar parameter {arg_name} got {type(value).__name__}")
-                self.args.append({"name": arg_name, "kind": "scalar", "type": ty,
-                                  "value": _plain(value)})
-        for arg in self.args:           # places relative to the region's start
+            self.args.append(self.leaf(arg_name, ty, values[arg_name], by_storage))
+        for arg in _flat(self.args):    # places relative to the region's start
             if arg["kind"] == "pointer":
                 region = self.regions[arg["region"]]
                 arg["at"] = arg.pop("address") - region.start
+
+    def leaf(self, arg_name, ty, value, by_storage):
+        """One argument (or a tuple's element) as the record holds it."""
+        if isinstance(ty, (tuple, list)):
+            return self.tuple_arg(arg_name, ty, value, by_storage)
+        if not isinstance(ty, str):
+            raise Skip(f"parameter {arg_name} has type {ty!r}")
+        if ty.startswith("*"):
+            return self.pointer(arg_name, ty, value, by_storage)
+        if ty in ("nvTmaDesc",) or ty.startswith("tensordesc"):
+            raise Skip(f"parameter {arg_name} is a {ty} (TMA descriptors are not captured)")
+        if not isinstance(value, (bool, int, float)):
+            raise Skip(f"scalar parameter {arg_name} got {type(value).__name__}")
+        return {"name": arg_name, "kind": "scalar", "type": ty, "value": _plain(value)}
+
+    def tuple_arg(self, arg_name, types, value, by_storage):
+        """A tuple: its elements but the constexprs (compiled into the entry, and left
+        out of its parameters), named by their place among those kept: `t[0]`."""
+        if not isinstance(value, (tuple, list)) or len(value) != len(types):
+            raise Skip(f"tuple parameter {arg_name} got {type(value).__name__} for "
+                       f"{len(types)} types")
+        items = []
+        for ty, element in zip(types, value):
+            if ty != "constexpr":
+                items.append(self.leaf(f"{arg_name}[{len(items)}]", ty, element, by_storage))
+        return {"name": arg_name, "kind": "tuple", "items": items}
 
     def pointer(self, arg_name, ty, value, by_storage):
         if value is None or (isinstance(value, int) and value == 0):
@@ -461,6 +476,15 @@ def find_entry(name, hash_):
             entry = os.path.join(folder, sub)
             return {f: os.path.join(entry, f) for f in os.listdir(entry)}
     return None
+
+
+def _flat(args):
+    """Every argument, each tuple's elements in its place."""
+    for arg in args:
+        if arg["kind"] == "tuple":
+            yield from _flat(arg["items"])
+        else:
+            yield arg
 
 
 def _plain(value):
