@@ -56,19 +56,20 @@ def write_spec(record: Record, number: int, out: Path, program: str) -> Written:
     def buffer_for(index: int, use: PointerUse) -> dict:
         region = record.regions[index]
         dtype = _dtype(use.dtype, region.size)
+        elements = region.size // ELEMENT_TYPES[dtype].size
+        shape = use.shape if use.shape and _product(use.shape) == elements else [elements]
         safe = _SAFE.sub("_", use.name)
         init = data_dir / f"{safe}.npy"
-        _save(region.before, dtype, init)
+        _save(region.before, dtype, init, shape)
         if region.after is not None:
-            check = _check(region, dtype, data_dir / f"{safe}.expected.npy", out)
+            check = _check(region, dtype, data_dir / f"{safe}.expected.npy", out, shape)
             if check is None:
                 unchecked.append(use.name)
             else:
                 checks[use.name] = check
                 if not check.get("exact"):
                     tolerance.append(use.name)
-        return {"shape": [region.size // ELEMENT_TYPES[dtype].size], "dtype": dtype,
-                "init": {"file": _rel(init, out)}}
+        return {"shape": shape, "dtype": dtype, "init": {"file": _rel(init, out)}}
 
     module_globals = {}
     try:
@@ -192,10 +193,10 @@ def _geometry(record: Record) -> dict:
     return geometry
 
 
-def _check(region: Region, dtype: str, path: Path, out: Path) -> dict | None:
+def _check(region: Region, dtype: str, path: Path, out: Path, shape: list) -> dict | None:
     """Exact, unless a second launch differed: then a tolerance from how far the
     two launches' floats were apart, and no check for bytes that are not floats."""
-    _save(region.after, dtype, path)
+    _save(region.after, dtype, path, shape)
     if region.again is None:
         return {"file": _rel(path, out), "exact": True}
     element = ELEMENT_TYPES[dtype]
@@ -219,10 +220,17 @@ def _array(path: Path, dtype: str):
     return np.fromfile(path, dtype=np.uint8).view(ELEMENT_TYPES[dtype].numpy_dtype())
 
 
-def _save(raw: Path, dtype: str, path: Path) -> None:
+def _save(raw: Path, dtype: str, path: Path, shape: list) -> None:
     import numpy as np
     with open(path, "xb") as f:
-        np.save(f, _array(raw, dtype), allow_pickle=False)
+        np.save(f, _array(raw, dtype).reshape(shape), allow_pickle=False)
+
+
+def _product(values) -> int:
+    result = 1
+    for value in values:
+        result *= int(value)
+    return result
 
 
 def _header(record: Record, program: str, unchecked: list[str]) -> str:

@@ -353,7 +353,7 @@ class LaunchPlan:
                 continue
             self.args.append(self.leaf(arg_name, ty, values[arg_name], by_storage))
         for arg in _flat(self.args):    # places relative to the region's start
-            if arg["kind"] == "pointer":
+            if arg["kind"] in ("pointer", "descriptor"):
                 region = self.regions[arg["region"]]
                 arg["at"] = arg.pop("address") - region.start
 
@@ -365,8 +365,11 @@ class LaunchPlan:
             raise Skip(f"parameter {arg_name} has type {ty!r}")
         if ty.startswith("*"):
             return self.pointer(arg_name, ty, value, by_storage)
-        if ty in ("nvTmaDesc",) or ty.startswith("tensordesc"):
-            raise Skip(f"parameter {arg_name} is a {ty} (TMA descriptors are not captured)")
+        if ty.startswith("tensordesc"):
+            return self.descriptor(arg_name, ty, value, by_storage)
+        if ty == "nvTmaDesc":
+            raise Skip(f"parameter {arg_name} is an nvTmaDesc the program encoded (its bytes "
+                       "hold the program's address; not captured)")
         if not isinstance(value, (bool, int, float)):
             raise Skip(f"scalar parameter {arg_name} got {type(value).__name__}")
         return {"name": arg_name, "kind": "scalar", "type": ty, "value": _plain(value)}
@@ -383,6 +386,36 @@ class LaunchPlan:
                 items.append(self.leaf(f"{arg_name}[{len(items)}]", ty, element, by_storage))
         return {"name": arg_name, "kind": "tuple", "items": items}
 
+    def descriptor(self, arg_name, ty, value, by_storage):
+        """A host tensor descriptor (Triton's TensorDescriptor: base, shape, strides,
+        padding) as a buffer of the descriptor's own shape over its base tensor's
+        extent; the replay encodes a descriptor for it (the entry's tensordesc_meta
+        gives block and swizzle). Only a contiguous one whose storage no other
+        argument reaches: the buffer is exactly what the descriptor covers."""
+        tensor = getattr(value, "base", None)
+        shape = [int(d) for d in getattr(value, "shape", ())]
+        strides = [int(d) for d in getattr(value, "strides", ())]
+        if tensor is None or not shape or len(strides) != len(shape):
+            raise Skip(f"descriptor {arg_name} is a {type(value).__name__}, not a tensor "
+                       "descriptor")
+        if strides != [_product(shape[i + 1:]) for i in range(len(shape))]:
+            raise Skip(f"descriptor {arg_name} has strides {strides}: only contiguous ones "
+                       "are captured")
+        storage = tensor.untyped_storage()
+        base, address = storage.data_ptr(), tensor.data_ptr()
+        end = address + _product(shape) * tensor.element_size()
+        if base in by_storage or end > base + storage.nbytes():
+            raise Skip(f"descriptor {arg_name}: its tensor's storage is shared with another "
+                       "argument, or smaller than the descriptor")
+        by_storage[base] = len(self.regions)
+        region = Region(storage, base, end, tensor.device)
+        region.start, region.users, region.exclusive = address, 1, True
+        self.regions.append(region)
+        self.device = self.device or tensor.device
+        return {"name": arg_name, "kind": "descriptor", "type": ty, "region": by_storage[base],
+                "address": address, "shape": shape,
+                "padding": str(getattr(value, "padding", "zero") or "zero")}
+
     def pointer(self, arg_name, ty, value, by_storage):
         if value is None or (isinstance(value, int) and value == 0):
             return {"name": arg_name, "kind": "null", "type": ty}
@@ -394,6 +427,8 @@ class LaunchPlan:
         storage = storage_of()
         base, size, address = storage.data_ptr(), storage.nbytes(), value.data_ptr()
         self.device = self.device or value.device
+        if base in by_storage and self.regions[by_storage[base]].exclusive:
+            raise Skip(f"pointer {arg_name} reaches a tensor descriptor's storage")
         if base not in by_storage:
             by_storage[base] = len(self.regions)
             self.regions.append(Region(storage, base, base + size, value.device))
@@ -417,6 +452,7 @@ class Region:
     def __init__(self, storage, base, end, device):
         self.storage, self.base, self.end, self.device = storage, base, end, device
         self.start, self.users = base, 0
+        self.exclusive = False          # a tensor descriptor's: no pointer may share it
 
 
 class TorchMemory:
@@ -476,6 +512,13 @@ def find_entry(name, hash_):
             entry = os.path.join(folder, sub)
             return {f: os.path.join(entry, f) for f in os.listdir(entry)}
     return None
+
+
+def _product(values):
+    result = 1
+    for value in values:
+        result *= value
+    return result
 
 
 def _flat(args):
