@@ -70,6 +70,7 @@ static struct {
     CUresult (*ModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
     /* optional: where a runtime kernel's library is, and the device's arch */
     CUresult (*KernelGetLibrary)(CUlibrary *, CUkernel);
+    CUresult (*ThreadExchangeStreamCaptureMode)(CUstreamCaptureMode *);
     CUresult (*CtxGetDevice)(CUdevice *);
     CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
     /* graphs (injection_graphs.c): optional, a driver without them captures no graph */

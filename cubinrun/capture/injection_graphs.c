@@ -28,19 +28,27 @@
 #define MAX_NODES 4096
 #define MAX_CHILD_DEPTH 8
 
-static struct { CUgraphExec exec; CUgraph graph; int walked; } execs[MAX_EXECS];
+/* params_changed: the program set a node's parameters in the executable graph, which
+ * its source graph (what the walk reads) does not show */
+static struct { CUgraphExec exec; CUgraph graph; int walked, params_changed; } execs[MAX_EXECS];
 static size_t exec_count;
 static Launch whole;            /* the memory of a whole graph, saved around the walk */
 static CUlaunchAttribute node_attribute;
 static CUlaunchConfig node_config;
 
 static void graph_instantiated(CUgraphExec exec, CUgraph graph) {
+    size_t i = 0;
+    while (i < exec_count && execs[i].exec != exec) i++;
+    if (i == MAX_EXECS) return;
+    if (i == exec_count) exec_count++;
+    execs[i].exec = exec;
+    execs[i].graph = graph;
+    execs[i].walked = execs[i].params_changed = 0;
+}
+
+static void graph_exec_params_set(CUgraphExec exec) {
     for (size_t i = 0; i < exec_count; i++)
-        if (execs[i].exec == exec) { execs[i].graph = graph; execs[i].walked = 0; return; }
-    if (exec_count == MAX_EXECS) return;
-    execs[exec_count].exec = exec;
-    execs[exec_count].graph = graph;
-    execs[exec_count++].walked = 0;
+        if (execs[i].exec == exec) execs[i].params_changed = 1;
 }
 
 static void graph_exec_destroyed(CUgraphExec exec) {      /* its handle may come again */
@@ -286,7 +294,9 @@ static void graph_launching(CUgraphExec exec, CUstream stream) {
         return;
     }
     inside = 1;
-    const char *why = plan_walk(nodes, n, stream);
+    const char *why = execs[e].params_changed
+        ? "its executable graph's node parameters were set after instantiation"
+        : plan_walk(nodes, n, stream);
     if (why) {
         leave_out_kernel_nodes(nodes, n, stream, why);
         free(nodes);

@@ -11,6 +11,19 @@ static int is_graph_instantiate(CUpti_CallbackId cbid) {
            cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz;
 }
 
+/* Our copies and synchronizations are "unsafe" calls while some stream of the
+ * program captures in global mode: this thread's mode is made relaxed around
+ * them (cuThreadExchangeStreamCaptureMode), so they never break its capture. */
+static CUstreamCaptureMode relaxed(void) {
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    if (api.ThreadExchangeStreamCaptureMode) api.ThreadExchangeStreamCaptureMode(&mode);
+    return mode;
+}
+
+static void restore_mode(CUstreamCaptureMode mode) {
+    if (api.ThreadExchangeStreamCaptureMode) api.ThreadExchangeStreamCaptureMode(&mode);
+}
+
 /* Instantiation, destruction, update and launch of graphs; 1 when `cbid` is one. */
 static int graph_call(CUpti_CallbackId cbid, const CUpti_CallbackData *info) {
     if (is_graph_instantiate(cbid) || cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2) {
@@ -28,6 +41,18 @@ static int graph_call(CUpti_CallbackId cbid, const CUpti_CallbackData *info) {
         pthread_mutex_unlock(&lock);
         return 1;
     }
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams ||
+        cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2 ||
+        cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemcpyNodeSetParams ||
+        cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemsetNodeSetParams ||
+        cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams) {
+        if (info->callbackSite == CUPTI_API_EXIT) {     /* each call's first parameter */
+            pthread_mutex_lock(&lock);
+            graph_exec_params_set(*(CUgraphExec const *)info->functionParams);
+            pthread_mutex_unlock(&lock);
+        }
+        return 1;
+    }
     if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy) {
         if (info->callbackSite == CUPTI_API_ENTER) {
             pthread_mutex_lock(&lock);
@@ -42,7 +67,9 @@ static int graph_call(CUpti_CallbackId cbid, const CUpti_CallbackData *info) {
             CUstream stream = a->hStream;
             if (!stream && cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) stream = CU_STREAM_PER_THREAD;
             pthread_mutex_lock(&lock);
+            CUstreamCaptureMode mode = relaxed();
             graph_launching(a->hGraph, stream);
+            restore_mode(mode);
             pthread_mutex_unlock(&lock);
         }
         return 1;
@@ -96,12 +123,16 @@ static void CUPTIAPI callback(void *user, CUpti_CallbackDomain domain, CUpti_Cal
     if (info->callbackSite == CUPTI_API_ENTER) {
         loaded_module = -1;
         pthread_mutex_lock(&lock);
+        CUstreamCaptureMode mode = relaxed();
         capturing = on_enter(cbid, info);
+        restore_mode(mode);
         if (!capturing) pthread_mutex_unlock(&lock);    /* held until the exit otherwise */
     } else if (capturing) {
         capturing = 0;
         inside = 1;
+        CUstreamCaptureMode mode = relaxed();
         on_exit_(info);
+        restore_mode(mode);
         inside = 0;
         pthread_mutex_unlock(&lock);
     }
@@ -148,6 +179,7 @@ static int load_api(void) {
     GET(cuda, ModuleGetGlobal, "cuModuleGetGlobal_v2");
 #define OPTIONAL(field, name) *(void **)&api.field = dlsym(cuda, name)
     OPTIONAL(KernelGetLibrary, "cuKernelGetLibrary");
+    OPTIONAL(ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode");
     OPTIONAL(CtxGetDevice, "cuCtxGetDevice");
     OPTIONAL(DeviceGetAttribute, "cuDeviceGetAttribute");
     OPTIONAL(GraphGetNodes, "cuGraphGetNodes");
@@ -232,6 +264,11 @@ EXPORT int InitializeInjection(void) {
         CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams,
         CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz,
         CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2, CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemcpyNodeSetParams,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemsetNodeSetParams,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams,
         CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
         CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData, CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile};
     for (size_t i = 0; i < sizeof launches / sizeof launches[0]; i++)

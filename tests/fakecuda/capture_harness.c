@@ -272,6 +272,12 @@ static int more_program(CUfunction add, CUfunction saxpy, const char *conv_cubin
     for (int i = 0; i < h; i++) { hx[i] = (float)i; hy[i] = 0.5f; acc[i] = 1.0f; }
     graph_launch(second, stream);
     graph_launch(second, stream);
+    /* the same graph again, its node's parameters set in the executable graph: the
+       source graph no longer says what runs, so its nodes are left out */
+    CUgraphExec changed = instantiate(built);
+    cuGraphExecKernelNodeSetParams_v2_params set = {changed, b, &node};
+    driver_call(CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2, NULL, &set, NULL);
+    graph_launch(changed, stream);
 
     /* a graph whose first node is a child graph: its node runs, and is captured, in place */
     CUgraph inner, outer;
