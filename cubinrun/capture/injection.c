@@ -388,6 +388,7 @@ static int write_record(Launch *l, int module, int deterministic) {
 static void add_globals(Launch *l);          /* injection_globals.c */
 static int library_of(Launch *l);           /* injection_libraries.c */
 static int follow_loaded_pointers(Launch *l);   /* injection_loaded.c */
+static void drop_overwritten_pointers(const Launch *l);
 
 static Launch current;        /* under `lock`: one launch is captured at a time */
 
@@ -401,7 +402,7 @@ static int choose_launch(Launch *l) {
     }
     const char *why = read_params(l);
     if (!why) why = bind_extra(l);
-    if (!why && !l->params) why = "no parameters given (neither kernelParams nor `extra`)";
+    if (!why && !l->params && l->nparams) why = "no parameters given (neither kernelParams nor `extra`)";
     if (!why) why = find_pointers(l);
     if (why) { note_skip(l->name, why); return 0; }
     l->module = module_of(l->f, &l->module_handle);
@@ -440,6 +441,7 @@ static void finish_launch(Launch *l, CUresult status) {
     }
     if (l->module < 0) l->module = module_of(l->f, &l->module_handle);
     if (!copy_regions(l, 1)) { free_regions(l); return; }
+    drop_overwritten_pointers(l);
     if (differs(l, 0)) {
         if (!restore_regions(l, 0)) goto restore;
         if (!cu_ok(launch_again(l), "launching again (determinism)")) goto restore;

@@ -10,7 +10,9 @@
  * record lists the word (`loaded`: region, offset, target region, at). A
  * word must first look like an address near the allocations the launch's own
  * parameters point into (SPAN either side), so a region of plain numbers
- * costs no driver call per word. */
+ * costs no driver call per word. A word the launch overwrote is no pointer it
+ * loaded (a stale value in an output the caching allocator handed back):
+ * drop_overwritten_pointers forgets it once the launch ran. */
 
 #define SCAN_BYTES (1 << 20)
 #define MAX_LOADED 1024
@@ -96,6 +98,16 @@ static int follow_loaded_pointers(Launch *l) {
             return 0;
     }
     return cu_ok(api.StreamSynchronize(l->stream), "cuStreamSynchronize");
+}
+
+static void drop_overwritten_pointers(const Launch *l) {
+    size_t kept = 0;
+    for (size_t k = 0; k < loaded_count; k++) {
+        const Region *r = &l->region[loaded[k].region];
+        if (r->after && !memcmp(r->before + loaded[k].offset, r->after + loaded[k].offset, 8))
+            loaded[kept++] = loaded[k];
+    }
+    loaded_count = kept;
 }
 
 static void write_loaded(FILE *f) {

@@ -314,6 +314,13 @@ static int more_program(CUfunction add, CUfunction saxpy, const char *conv_cubin
     void *gather_params[] = {&table, &gathered, &rows};
     launch(gather_rows, "gather_rows", 1, 64, gather_params);
     library_program(fatbin);
+
+    /* an output that held a stale address (memory handed back), which the kernel
+       overwrites: no pointer it loads, so the launch is captured as any other */
+    float *stale = fake_alloc(n * sizeof(float));
+    memcpy(stale, &row0, sizeof row0);
+    void *stale_params[] = {&x, &y, &stale, &n};
+    launch(add, "add_kernel", 64, 16, stale_params);
     printf("out[5] %.1f smooth[2] %.1f calls %u gout[3] %.1f acc[4] %.1f gathered[7] %.1f "
            "cacc[3] %.1f\n", out[5], smooth[2], calls, gout[3], acc[4], gathered[7], cacc[3]);
     return 0;
