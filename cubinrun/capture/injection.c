@@ -405,10 +405,7 @@ static int choose_launch(Launch *l) {
     if (!why && !l->params && l->nparams) why = "no parameters given (neither kernelParams nor `extra`)";
     if (!why) why = find_pointers(l);
     if (why) { note_skip(l->name, why); return 0; }
-    l->module = module_of(l->f, &l->module_handle);
-    add_globals(l);
-    l->library = library_of(l);
-    l->key = launch_key(l);
+    l->key = launch_key(l);         /* before the globals: a repeat costs no lookup of them */
     if (seen_before(l->key)) {
         note_skip(l->name, "a launch of the same kernel, grid and sizes was already seen");
         return 0;
@@ -416,6 +413,9 @@ static int choose_launch(Launch *l) {
     selected++;
     if (selected <= opt_skip) { note_skip(l->name, "--skip"); return 0; }
     if (opt_limit >= 0 && captured >= opt_limit) { note_skip(l->name, "--limit"); return 0; }
+    l->module = module_of(l->f, &l->module_handle);
+    add_globals(l);
+    l->library = library_of(l);
     long long need = 2 * (long long)region_bytes(l);
     if (opt_max_launch >= 0 && need > opt_max_launch) {
         note_skip(l->name, "--max-bytes: more than allowed for one launch");
