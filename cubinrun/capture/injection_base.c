@@ -239,19 +239,24 @@ static void note_skip(const char *kernel, const char *reason) {
     write_summary();
 }
 
-static int seen_before(uint64_t key) {          /* and remember it */
+static int seen_before_or_remember(uint64_t key, int remember) {
     size_t slot = key & (MAX_KEYS - 1);
     for (size_t probe = 0; probe < MAX_KEYS; probe++, slot = (slot + 1) & (MAX_KEYS - 1)) {
         if (keys[slot] == key) return 1;
         if (keys[slot] == 0) {
             if (key_count * 2 >= MAX_KEYS) return 1;          /* full: a repeat, in effect */
-            keys[slot] = key;
-            key_count++;
+            if (remember) {
+                keys[slot] = key;
+                key_count++;
+            }
             return 0;
         }
     }
     return 1;
 }
+
+static int seen_before(uint64_t key) { return seen_before_or_remember(key, 1); }   /* and remember it */
+static int known_key(uint64_t key) { return seen_before_or_remember(key, 0); }
 
 /* ---- modules ---------------------------------------------------------------------- */
 static void record_globals(unsigned id, const unsigned char *image, size_t size);

@@ -206,10 +206,12 @@ static void keep_allocation(CUdeviceptr pointer) {      /* from `pointer` to its
         keep_region(pointer, start + size);
 }
 
-/* Every node is one this walk can run; the memory they may change, in `whole`. */
-static const char *plan_walk(CUgraphNode *nodes, size_t n, CUstream stream) {
+/* Every node is one this walk can run; the memory they may change, in `whole`;
+ * `wanted`: some kernel node would be captured (else the walk is not worth its cost). */
+static const char *plan_walk(CUgraphNode *nodes, size_t n, CUstream stream, int *wanted) {
     whole.nregions = 0;
     whole.stream = stream;
+    *wanted = 0;
     for (size_t i = 0; i < n; i++) {
         CUgraphNodeType type;
         if (!cu_ok(api.GraphNodeGetType(nodes[i], &type), "cuGraphNodeGetType"))
@@ -217,7 +219,11 @@ static const char *plan_walk(CUgraphNode *nodes, size_t n, CUstream stream) {
         if (type == CU_GRAPH_NODE_TYPE_KERNEL) {
             Launch *l = &current;
             if (!node_launch(l, nodes[i], stream)) return "a kernel node's parameters could not be read";
-            if (read_params(l) || bind_extra(l) || !l->params || find_pointers(l)) continue;
+            if (read_params(l) || bind_extra(l) || (!l->params && l->nparams) || find_pointers(l))
+                continue;
+            if (!known_key(launch_key(l)) &&
+                !(have_regex && regexec(&kernel_regex, l->name, 0, NULL, 0) != 0))
+                *wanted = 1;
             l->module = module_of(l->f, &l->module_handle);
             add_globals(l);
             for (size_t r = 0; r < l->nregions; r++) keep_region(l->region[r].start, l->region[r].end);
@@ -294,9 +300,13 @@ static void graph_launching(CUgraphExec exec, CUstream stream) {
         return;
     }
     inside = 1;
+    int wanted = 0;
     const char *why = execs[e].params_changed
         ? "its executable graph's node parameters were set after instantiation"
-        : plan_walk(nodes, n, stream);
+        : plan_walk(nodes, n, stream, &wanted);
+    if (!why && opt_limit >= 0 && captured >= opt_limit) why = "--limit";
+    if (!why && !wanted)            /* nothing new: not worth running the graph twice */
+        why = "a launch of the same kernel, grid and sizes was already seen";
     if (why) {
         leave_out_kernel_nodes(nodes, n, stream, why);
         free(nodes);

@@ -244,6 +244,12 @@ static int more_program(CUfunction add, CUfunction saxpy, const char *conv_cubin
     for (int i = 0; i < k; i++) { gx[i] = 100.0f + i; gy[i] = 1.0f; }
     graph_launch(first, stream);
     graph_launch(first, stream);
+    /* another executable graph of it: nothing new in it, so it is not walked (its
+       node runs once, in the graph's own launch) */
+    int (*kernel_runs)(void) = symbol_of("fake_kernel_runs");
+    int runs_before = kernel_runs();
+    graph_launch(instantiate(captured_graph), stream);
+    int runs_of_known_graph = kernel_runs() - runs_before;
 
     /* a graph of two nodes added by hand: the second reads what the first wrote,
        and accumulates in place (so a graph run twice over would show) */
@@ -322,7 +328,8 @@ static int more_program(CUfunction add, CUfunction saxpy, const char *conv_cubin
     void *stale_params[] = {&x, &y, &stale, &n};
     launch(add, "add_kernel", 64, 16, stale_params);
     printf("out[5] %.1f smooth[2] %.1f calls %u gout[3] %.1f acc[4] %.1f gathered[7] %.1f "
-           "cacc[3] %.1f\n", out[5], smooth[2], calls, gout[3], acc[4], gathered[7], cacc[3]);
+           "cacc[3] %.1f known graph %d run(s)\n", out[5], smooth[2], calls, gout[3], acc[4],
+           gathered[7], cacc[3], runs_of_known_graph);
     return 0;
 }
 

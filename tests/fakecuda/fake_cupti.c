@@ -46,7 +46,10 @@ static CUstream capturing;
 static FakeGraph *capture_graph;
 static int graph_launches;
 
+static int kernel_runs;
+
 EXPORT int fake_graph_launches(void) { return graph_launches; }
+EXPORT int fake_kernel_runs(void) { return kernel_runs; }
 
 EXPORT void fake_global(CUmodule module, const char *name, void *address, size_t size) {
     globals[nglobals].module = module;
@@ -233,6 +236,7 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
         return CUDA_SUCCESS;
     }
     functions[k].run(params);
+    kernel_runs++;
     return CUDA_SUCCESS;
 }
 
@@ -331,7 +335,7 @@ EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, un
 static void run_graph(FakeGraph *g) {
     for (size_t i = 0; i < g->count; i++) {
         if (g->nodes[i].type == CU_GRAPH_NODE_TYPE_GRAPH) run_graph(g->nodes[i].child);
-        else functions[find(g->nodes[i].f)].run(g->nodes[i].params);
+        else functions[find(g->nodes[i].f)].run(g->nodes[i].params), kernel_runs++;
     }
 }
 
