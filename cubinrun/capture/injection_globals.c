@@ -6,17 +6,36 @@
  * region named by the global, before and after the launch like the memory its
  * pointers reach. cubinrun writes them as the spec's `globals:`, so the replay
  * sets them before its launch. Part of one translation unit
- * (injection_build.py), after injection.c. */
+ * (injection_build.py), after injection.c.
+ *
+ * A module that loaded where no launch of ours saw it (lazily, inside a call
+ * CUPTI does not report to us) has no id for its CUmodule; a module with
+ * globals therefore also keeps a hash of each function it defines, so the
+ * launch's kernel name finds it. */
 #include <elf.h>
 
 #define MAX_GLOBAL_MODULES 4096
 #define MAX_GLOBALS_PER_LAUNCH 256
 
-typedef struct { unsigned id; size_t count; char **names; } ModuleGlobals;
+typedef struct {
+    unsigned id;
+    size_t count, nfunctions;
+    char **names;
+    uint64_t *functions;        /* sorted hashes of the functions it defines */
+} ModuleGlobals;
 static ModuleGlobals module_globals[MAX_GLOBAL_MODULES];
 static size_t module_globals_count;
 /* not `lock`: a module may load inside our own driver calls, with `lock` held */
 static pthread_mutex_t globals_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t name_hash(const char *name) {
+    return fnv(14695981039346656037ULL, name, strlen(name));
+}
+
+static int by_value(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
 
 static int in_image(size_t size, uint64_t offset, uint64_t length) {
     return offset <= size && length <= size - offset;
@@ -34,7 +53,8 @@ static void record_globals(unsigned id, const unsigned char *image, size_t size)
     const Elf64_Shdr *names = &sections[header->e_shstrndx];
     if (!in_image(size, names->sh_offset, names->sh_size)) return;
     char **found = NULL;
-    size_t count = 0;
+    uint64_t *functions = NULL;
+    size_t count = 0, nfunctions = 0;
     for (unsigned s = 0; s < header->e_shnum; s++) {
         const Elf64_Shdr *symtab = &sections[s];
         if (symtab->sh_type != SHT_SYMTAB || symtab->sh_link >= header->e_shnum) continue;
@@ -45,7 +65,8 @@ static void record_globals(unsigned id, const unsigned char *image, size_t size)
         const Elf64_Sym *symbols = (const Elf64_Sym *)(image + symtab->sh_offset);
         for (size_t k = 0; k < symtab->sh_size / sizeof(Elf64_Sym); k++) {
             const Elf64_Sym *symbol = &symbols[k];
-            if (ELF64_ST_TYPE(symbol->st_info) != STT_OBJECT || symbol->st_shndx == SHN_UNDEF ||
+            int type = ELF64_ST_TYPE(symbol->st_info);
+            if ((type != STT_OBJECT && type != STT_FUNC) || symbol->st_shndx == SHN_UNDEF ||
                 symbol->st_shndx >= header->e_shnum || symbol->st_name >= strtab->sh_size)
                 continue;
             uint32_t section_name = sections[symbol->st_shndx].sh_name;
@@ -54,6 +75,13 @@ static void record_globals(unsigned id, const unsigned char *image, size_t size)
             const char *name = (const char *)image + strtab->sh_offset + symbol->st_name;
             size_t room = strtab->sh_size - symbol->st_name;
             if (strnlen(name, room) == room || !*name) continue;
+            if (type == STT_FUNC) {
+                uint64_t *more = realloc(functions, (nfunctions + 1) * sizeof *functions);
+                if (!more) break;
+                functions = more;
+                functions[nfunctions++] = name_hash(name);
+                continue;
+            }
             if (strncmp(section, ".nv.constant", 12) && strncmp(section, ".nv.global", 10)) continue;
             char **grown = realloc(found, (count + 1) * sizeof *found);
             if (!grown) break;
@@ -62,27 +90,46 @@ static void record_globals(unsigned id, const unsigned char *image, size_t size)
             count++;
         }
     }
-    if (!count) { free(found); return; }
+    if (!count) { free(found); free(functions); return; }
+    if (nfunctions) qsort(functions, nfunctions, sizeof *functions, by_value);
     pthread_mutex_lock(&globals_lock);
     if (module_globals_count < MAX_GLOBAL_MODULES) {
-        module_globals[module_globals_count].id = id;
-        module_globals[module_globals_count].count = count;
-        module_globals[module_globals_count++].names = found;
+        ModuleGlobals *m = &module_globals[module_globals_count++];
+        m->id = id;
+        m->count = count;
+        m->names = found;
+        m->nfunctions = nfunctions;
+        m->functions = functions;
         found = NULL;
+        functions = NULL;
     }
     pthread_mutex_unlock(&globals_lock);
     say("module %u: %zu global(s)", id, count);
     if (found) { for (size_t i = 0; i < count; i++) free(found[i]); free(found); }
+    free(functions);
+}
+
+/* The module with globals that defines `kernel` (its id unknown to the launch). */
+static const ModuleGlobals *module_defining(const char *kernel) {
+    uint64_t hash = name_hash(kernel);
+    for (size_t i = 0; i < module_globals_count; i++)
+        if (module_globals[i].nfunctions &&
+            bsearch(&hash, module_globals[i].functions, module_globals[i].nfunctions,
+                    sizeof hash, by_value))
+            return &module_globals[i];
+    return NULL;
 }
 
 /* Each global of the launch's module as a region of its own (its address and size
  * from cuModuleGetGlobal), so it is saved and checked as memory its pointers reach. */
 static void add_globals(Launch *l) {
-    if (l->module < 0 || !l->module_handle || !api.ModuleGetGlobal) return;
+    if (!l->module_handle || !api.ModuleGetGlobal) return;
     const ModuleGlobals *globals = NULL;
     pthread_mutex_lock(&globals_lock);
-    for (size_t i = 0; i < module_globals_count; i++)
+    for (size_t i = 0; l->module >= 0 && i < module_globals_count; i++)
         if (module_globals[i].id == (unsigned)l->module) globals = &module_globals[i];
+    if (l->module < 0 && (globals = module_defining(l->name)))
+        l->module = (int)globals->id;       /* the record names its cubin too */
     pthread_mutex_unlock(&globals_lock);
     if (!globals) return;
     for (size_t g = 0; g < globals->count; g++) {
