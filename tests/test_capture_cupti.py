@@ -153,6 +153,7 @@ def test_extra_buffers_module_globals_and_graph_nodes_become_specs(built, tmp_pa
     # the second node of the built graph reads what the first wrote at this run
     read = np.load(tmp_path / second_node["args"]["a0"][1]["init"]["file"]).view(np.float32)
     assert read[4] == mid and first_node["grid"] == [16, 1, 1]
+    assert second_node["launch"] == {"cooperative": True} and "launch" not in first_node
     accumulated = np.load(tmp_path / second_node["check"]["a0[2]"]["file"]).view(np.float32)
     assert accumulated[4] == acc0 + 3 * mid
     skipped = {s["reason"]: s for s in document["skipped"]}

@@ -33,7 +33,7 @@
 static struct { CUgraphExec exec; CUgraph graph; int walked, params_changed; } execs[MAX_EXECS];
 static size_t exec_count;
 static Launch whole;            /* the memory of a whole graph, saved around the walk */
-static CUlaunchAttribute node_attribute;
+static CUlaunchAttribute node_attributes[2];
 static CUlaunchConfig node_config;
 
 static void graph_instantiated(CUgraphExec exec, CUgraph graph) {
@@ -156,24 +156,36 @@ static int node_launch(Launch *l, CUgraphNode node, CUstream stream) {
     l->block[0] = p.blockDimX; l->block[1] = p.blockDimY; l->block[2] = p.blockDimZ;
     l->shared = p.sharedMemBytes;
     if (!read_extra(l, p.extra)) return 0;
+    /* a cluster or cooperative node launches as one (a cooperative kernel launched
+       otherwise may never pass its grid sync) */
     CUkernelNodeAttrValue value;
+    unsigned count = 0;
     if (api.GraphKernelNodeGetAttribute &&
         api.GraphKernelNodeGetAttribute(node, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &value) == CUDA_SUCCESS &&
         value.clusterDim.x * value.clusterDim.y * value.clusterDim.z > 1) {
         l->cluster[0] = value.clusterDim.x;
         l->cluster[1] = value.clusterDim.y;
         l->cluster[2] = value.clusterDim.z;
+        node_attributes[count].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        node_attributes[count++].value = value;
+    }
+    if (api.GraphKernelNodeGetAttribute &&
+        api.GraphKernelNodeGetAttribute(node, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &value) == CUDA_SUCCESS &&
+        value.cooperative) {
+        l->cooperative = 1;
+        node_attributes[count].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        node_attributes[count++].value = value;
+    }
+    if (count) {
         memset(&node_config, 0, sizeof node_config);
-        node_attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        node_attribute.value = value;
         node_config.gridDimX = p.gridDimX; node_config.gridDimY = p.gridDimY;
         node_config.gridDimZ = p.gridDimZ;
         node_config.blockDimX = p.blockDimX; node_config.blockDimY = p.blockDimY;
         node_config.blockDimZ = p.blockDimZ;
         node_config.sharedMemBytes = p.sharedMemBytes;
         node_config.hStream = stream;
-        node_config.attrs = &node_attribute;
-        node_config.numAttrs = 1;
+        node_config.attrs = node_attributes;
+        node_config.numAttrs = count;
         l->config = &node_config;
     }
     l->name = NULL;

@@ -274,6 +274,8 @@ static int more_program(CUfunction add, CUfunction saxpy, const char *conv_cubin
     void *second_params[] = {&p, scale, taps16, &sums, &taps_sum};
     node.func = saxpy; node.gridDimX = 2; node.blockDimX = 256; node.kernelParams = second_params;
     add_node(&b, built, &a, 1, &node);
+    void (*make_cooperative)(CUgraphNode) = symbol_of("fake_node_cooperative");
+    make_cooperative(b);                /* it launches as a cooperative node, walked alike */
     CUgraphExec second = instantiate(built);
     for (int i = 0; i < h; i++) { hx[i] = (float)i; hy[i] = 0.5f; acc[i] = 1.0f; }
     graph_launch(second, stream);

@@ -39,6 +39,7 @@ typedef struct FakeNode {
     void *params[16];
     struct FakeNode *deps[4];
     size_t ndeps;
+    int cooperative;
 } FakeNode;
 typedef struct FakeGraph { FakeNode nodes[MAX_NODES]; size_t count; } FakeGraph;
 typedef struct { FakeGraph *graph; } FakeExec;
@@ -296,6 +297,18 @@ EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph graph, const
     for (size_t i = 0; i < ndeps; i++) added->deps[i] = (FakeNode *)deps[i];
     added->ndeps = ndeps;
     *node = (CUgraphNode)added;
+    return CUDA_SUCCESS;
+}
+
+EXPORT void fake_node_cooperative(CUgraphNode node) { ((FakeNode *)node)->cooperative = 1; }
+
+EXPORT CUresult cuGraphKernelNodeGetAttribute(CUgraphNode node, CUkernelNodeAttrID id,
+                                              CUkernelNodeAttrValue *value) {
+    memset(value, 0, sizeof *value);
+    if (id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) value->cooperative = ((FakeNode *)node)->cooperative;
+    else if (id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+        value->clusterDim.x = value->clusterDim.y = value->clusterDim.z = 1;
+    else return CUDA_ERROR_INVALID_VALUE;
     return CUDA_SUCCESS;
 }
 
