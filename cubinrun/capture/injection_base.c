@@ -75,6 +75,8 @@ static struct {
     CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
     /* graphs (injection_graphs.c): optional, a driver without them captures no graph */
     CUresult (*GraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
+    CUresult (*GraphClone)(CUgraph *, CUgraph);
+    CUresult (*GraphDestroy)(CUgraph);
     CUresult (*GraphNodeGetType)(CUgraphNode, CUgraphNodeType *);
     CUresult (*GraphNodeGetDependencies)(CUgraphNode, CUgraphNode *, size_t *);
     CUresult (*GraphNodeGetDependencies2)(CUgraphNode, CUgraphNode *, CUgraphEdgeData *, size_t *);

@@ -5,8 +5,9 @@
  * A kernel launched into a stream being captured only becomes a node: its
  * buffers hold nothing yet. What the kernel reads is there when the graph
  * runs, so capture happens at the first cuGraphLaunch of each executable graph
- * (cuGraphInstantiate* tells which graph it was made from), before the launch
- * itself:
+ * (cuGraphInstantiate* tells which graph it was made from; a clone of it is
+ * kept, since a program may destroy its graph once instantiated, as PyTorch's
+ * CUDAGraph does), before the launch itself:
  *   1. the source graph's nodes (cuGraphGetNodes) are put in dependency order;
  *   2. every region any kernel node reaches (its pointers' allocations and its
  *      module's globals) and every memset/memcpy destination is saved;
@@ -28,21 +29,43 @@
 #define MAX_NODES 4096
 #define MAX_CHILD_DEPTH 8
 
-/* params_changed: the program set a node's parameters in the executable graph, which
+/* graph: what the exec was made from (our clone when `cloned`, released once walked);
+ * params_changed: the program set a node's parameters in the executable graph, which
  * its source graph (what the walk reads) does not show */
-static struct { CUgraphExec exec; CUgraph graph; int walked, params_changed; } execs[MAX_EXECS];
+static struct {
+    CUgraphExec exec;
+    CUgraph graph;
+    int cloned, walked, params_changed;
+} execs[MAX_EXECS];
 static size_t exec_count;
 static Launch whole;            /* the memory of a whole graph, saved around the walk */
 static CUlaunchAttribute node_attributes[2];
 static CUlaunchConfig node_config;
 
+static void release_graph(size_t i) {
+    if (execs[i].graph && execs[i].cloned) api.GraphDestroy(execs[i].graph);
+    execs[i].graph = NULL;
+    execs[i].cloned = 0;
+}
+
 static void graph_instantiated(CUgraphExec exec, CUgraph graph) {
     size_t i = 0;
     while (i < exec_count && execs[i].exec != exec) i++;
     if (i == MAX_EXECS) return;
-    if (i == exec_count) exec_count++;
+    if (i == exec_count) {
+        exec_count++;
+        execs[i].graph = NULL;
+        execs[i].cloned = 0;
+    }
+    release_graph(i);
     execs[i].exec = exec;
-    execs[i].graph = graph;
+    CUgraph clone;
+    if (api.GraphClone && api.GraphDestroy && api.GraphClone(&clone, graph) == CUDA_SUCCESS) {
+        execs[i].graph = clone;
+        execs[i].cloned = 1;
+    } else {
+        execs[i].graph = graph;         /* the program's own: fine while it keeps it */
+    }
     execs[i].walked = execs[i].params_changed = 0;
 }
 
@@ -53,7 +76,11 @@ static void graph_exec_params_set(CUgraphExec exec) {
 
 static void graph_exec_destroyed(CUgraphExec exec) {      /* its handle may come again */
     for (size_t i = 0; i < exec_count; i++)
-        if (execs[i].exec == exec) { execs[i] = execs[--exec_count]; return; }
+        if (execs[i].exec == exec) {
+            release_graph(i);
+            execs[i] = execs[--exec_count];
+            return;
+        }
 }
 
 static int have_graph_api(void) {
@@ -297,23 +324,31 @@ static void leave_out_kernel_nodes(CUgraphNode *nodes, size_t n, CUstream stream
     }
 }
 
+static void walk_graph(CUgraphExec exec, CUgraph graph, int params_changed, CUstream stream);
+
 /* cuGraphLaunch's enter (under `lock`): the first launch of an executable graph
  * captures its kernel nodes (see the top of this file). */
 static void graph_launching(CUgraphExec exec, CUstream stream) {
     size_t e = 0;
     while (e < exec_count && execs[e].exec != exec) e++;
-    if (e == exec_count || execs[e].walked) return;
+    if (e == exec_count || execs[e].walked || !execs[e].graph) return;
     execs[e].walked = 1;
-    if (!have_graph_api()) { note_skip("a CUDA graph", "the driver lacks the graph calls"); return; }
+    if (have_graph_api()) walk_graph(exec, execs[e].graph, execs[e].params_changed, stream);
+    else note_skip("a CUDA graph", "the driver lacks the graph calls");
+    release_graph(e);               /* walked once: the clone is no longer needed */
+}
+
+/* The walk itself (the top of this file): `graph` is what `exec` was made from. */
+static void walk_graph(CUgraphExec exec, CUgraph graph, int params_changed, CUstream stream) {
     size_t n = 0;
-    CUgraphNode *nodes = flat_nodes(execs[e].graph, &n, 0);
+    CUgraphNode *nodes = flat_nodes(graph, &n, 0);
     if (!nodes) {
         note_skip("a CUDA graph", "its nodes could not be put in order (or over 4096 of them)");
         return;
     }
     inside = 1;
     int wanted = 0;
-    const char *why = execs[e].params_changed
+    const char *why = params_changed
         ? "its executable graph's node parameters were set after instantiation"
         : plan_walk(nodes, n, stream, &wanted);
     if (!why && opt_limit >= 0 && captured >= opt_limit) why = "--limit";

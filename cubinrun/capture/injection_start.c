@@ -183,6 +183,8 @@ static int load_api(void) {
     OPTIONAL(CtxGetDevice, "cuCtxGetDevice");
     OPTIONAL(DeviceGetAttribute, "cuDeviceGetAttribute");
     OPTIONAL(GraphGetNodes, "cuGraphGetNodes");
+    OPTIONAL(GraphClone, "cuGraphClone");
+    OPTIONAL(GraphDestroy, "cuGraphDestroy");
     OPTIONAL(GraphNodeGetType, "cuGraphNodeGetType");
     OPTIONAL(GraphNodeGetDependencies, "cuGraphNodeGetDependencies");    /* v1: no edge data */
     OPTIONAL(GraphNodeGetDependencies2, "cuGraphNodeGetDependencies_v2");

@@ -306,6 +306,8 @@ static int more_program(CUfunction add, CUfunction saxpy, const char *conv_cubin
     node.func = saxpy; node.gridDimX = 4; node.blockDimX = 32; node.kernelParams = outer_params;
     add_node(&last, outer, &child_node, 1, &node);
     CUgraphExec nested = instantiate(outer);
+    CUresult (*destroy)(CUgraph) = symbol_of("cuGraphDestroy");
+    destroy(outer);                     /* as PyTorch's CUDAGraph does once instantiated */
     for (int i = 0; i < c; i++) { cx[i] = 2.0f * i; cy[i] = 1.0f; cacc[i] = 0.0f; }
     graph_launch(nested, stream);
     /* a pointer array: the kernel loads its inputs' addresses from device memory */

@@ -41,7 +41,7 @@ typedef struct FakeNode {
     size_t ndeps;
     int cooperative;
 } FakeNode;
-typedef struct FakeGraph { FakeNode nodes[MAX_NODES]; size_t count; } FakeGraph;
+typedef struct FakeGraph { FakeNode nodes[MAX_NODES]; size_t count; int destroyed; } FakeGraph;
 typedef struct { FakeGraph *graph; } FakeExec;
 static CUstream capturing;
 static FakeGraph *capture_graph;
@@ -273,8 +273,33 @@ EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph graph, const 
     return CUDA_SUCCESS;
 }
 
+/* A copy whose nodes point at their own parameter bytes and dependencies. */
+EXPORT CUresult cuGraphClone(CUgraph *clone, CUgraph graph) {
+    const FakeGraph *g = (const FakeGraph *)graph;
+    if (g->destroyed) return CUDA_ERROR_INVALID_VALUE;
+    FakeGraph *copy = malloc(sizeof *copy);
+    *copy = *g;
+    for (size_t k = 0; k < copy->count; k++) {
+        for (size_t i = 0; i < 16 && g->nodes[k].params[i]; i++)
+            copy->nodes[k].params[i] = copy->nodes[k].bytes +
+                                       ((unsigned char *)g->nodes[k].params[i] - g->nodes[k].bytes);
+        for (size_t d = 0; d < g->nodes[k].ndeps; d++)
+            copy->nodes[k].deps[d] = &copy->nodes[g->nodes[k].deps[d] - g->nodes];
+    }
+    *clone = (CUgraph)copy;
+    return CUDA_SUCCESS;
+}
+
+/* Kept, but unusable: a walk of a graph the program destroyed must fail, not read
+   freed memory that may still look right. */
+EXPORT CUresult cuGraphDestroy(CUgraph graph) {
+    ((FakeGraph *)graph)->destroyed = 1;
+    return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode *nodes, size_t *count) {
     FakeGraph *g = (FakeGraph *)graph;
+    if (g->destroyed) return CUDA_ERROR_INVALID_VALUE;
     if (nodes)       /* the last added first: the walk must order them itself */
         for (size_t i = 0; i < g->count && i < *count; i++) nodes[i] = (CUgraphNode)&g->nodes[g->count - 1 - i];
     *count = g->count;
