@@ -4,7 +4,8 @@ DIR` on what was captured. The programs are what users run: a torch.compile
 graph (with and without Inductor's static launcher), eager PyTorch, library
 calls (cuBLASLt GEMMs in fp16/bf16/fp32, a cuDNN convolution, scaled-dot-
 product attention, a graph replayed by hand), torch.compile(mode=
-"reduce-overhead"), a CuPy program, and nvcc-built CUDA programs (plain
+"reduce-overhead"), Triton kernels taking a tuple and tensor descriptors, a
+CuPy program, and nvcc-built CUDA programs (plain
 launches; cudaLaunchKernelEx with cluster dimensions and a captured graph; a
 pointer array and a __constant__ table).
 
@@ -53,6 +54,7 @@ def programs(work: Path) -> list[tuple[str, list[str] | None, dict, str]]:
     add("library calls (GEMMs, conv, SDPA, a graph by hand)", "libraries.py")
     add("torch.compile reduce-overhead (CUDA graphs)", "reduce_overhead.py",
         needs=("torch", "triton"))
+    add("Triton tuples and tensor descriptors", "triton_args.py", needs=("torch", "triton"))
     add("CuPy", "cupy_program.py", needs=("cupy",))
     nvcc = shutil.which("nvcc")
     for name, source in (("nvcc CUDA program", "app.cu"),

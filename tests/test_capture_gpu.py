@@ -111,6 +111,17 @@ def test_reduce_overhead_graph_nodes(tmp_path):
     assert not [s for s in summary["skipped"] if "graph with" in s["reason"]], summary["skipped"]
 
 
+def test_triton_tuples_and_tensor_descriptors(tmp_path):
+    pytest.importorskip("triton")
+    import torch
+    summary = capture_and_launch(tmp_path, [sys.executable, str(PROGRAMS / "triton_args.py")])
+    pair = spec_of(tmp_path, summary, "scale_pair")
+    assert isinstance(pair["args"]["ptrs"], list) and len(pair["args"]["ptrs"]) == 2
+    if torch.cuda.get_device_capability()[0] >= 9:
+        copy = spec_of(tmp_path, summary, "tma_copy")
+        assert copy["args"]["in_desc"]["buffer"]["shape"] == [256, 128]
+
+
 def test_a_cupy_program(tmp_path):
     pytest.importorskip("cupy")
     summary = capture_and_launch(tmp_path, [sys.executable, str(PROGRAMS / "cupy_program.py")])
