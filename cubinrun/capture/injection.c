@@ -415,7 +415,6 @@ static int choose_launch(Launch *l) {
     if (opt_limit >= 0 && captured >= opt_limit) { note_skip(l->name, "--limit"); return 0; }
     l->module = module_of(l->f, &l->module_handle);
     add_globals(l);
-    l->library = library_of(l);
     long long need = 2 * (long long)region_bytes(l);
     if (opt_max_launch >= 0 && need > opt_max_launch) {
         note_skip(l->name, "--max-bytes: more than allowed for one launch");
@@ -426,6 +425,7 @@ static int choose_launch(Launch *l) {
         return 0;
     }
     if (stopped) { note_skip(l->name, "capture stopped (a write failed)"); return 0; }
+    l->library = library_of(l);     /* saved once, for a launch that is captured */
     if (!copy_regions(l, 0) || !follow_loaded_pointers(l)) { free_regions(l); return 0; }
     return 1;
 }
