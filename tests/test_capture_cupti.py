@@ -108,7 +108,7 @@ def test_extra_buffers_module_globals_and_graph_nodes_become_specs(built, tmp_pa
     # (the hand-built graph ran twice, then once more as another executable graph)
     assert harness.stdout == (f"out[5] {x + 2:.1f} smooth[2] {2 + 10 * 3 + 100 * 4:.1f} calls 42 "
                               f"gout[3] {103 + 1:.1f} acc[4] {acc0 + 3 * 3 * mid:.1f} "
-                              "gathered[7] 1007.0 cacc[3] 7.0 known graph 1 run(s)\n")
+                              "gathered[7] 1007.0 cacc[3] 8.0 known graph 1 run(s)\n")
     raw = json.loads(next(tmp_path.glob("raw/cupti-*/00007/record.json")).read_text())
     assert raw["kernel"] == "gather_rows" and len(raw["loaded"]) == 2
     assert [loaded["offset"] for loaded in raw["loaded"]] == [0, 8]
@@ -132,6 +132,9 @@ def test_extra_buffers_module_globals_and_graph_nodes_become_specs(built, tmp_pa
     assert in_child["grid"] == [32, 1, 1] and document["specs"][5]["graph"]
     read = np.load(tmp_path / after_child["args"]["a0"][1]["init"]["file"]).view(np.float32)
     assert read[3] == 7.0
+    # ... and the graph's memset node had set what it accumulates into before it ran
+    filled = np.load(tmp_path / after_child["args"]["a0"][2]["init"]["file"]).view(np.float32)
+    assert (filled == 1.0).all()
     # a library's kernel: its binary unpacked from the library's compressed fatbin
     from cubinrun.binary.cubin import read_cubin
     cubin = read_cubin((tmp_path / from_library["kernel"]["cubin"]).read_bytes())

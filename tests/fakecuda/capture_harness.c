@@ -6,14 +6,18 @@
    kernels/vector_add.cu launched three times alike, once more on a smaller
    grid and not deterministically, and kernels/structs.cu's struct_saxpy,
    whose struct holds two pointers into one allocation.
-   With a fourth cubin (kernels/conv1d_constant.cu's) it plays another
-   program instead (more_program): a launch whose parameters come through
-   `extra`, conv1d reading its __constant__ filter and counting its calls in a
-   __device__ variable, and two CUDA graphs, one by stream capture and one of
-   two dependent nodes by cuGraphAddKernelNode, each launched twice after its
-   inputs were written, a kernel that reads a pointer array, and a kernel of a
-   library (cuLibraryLoadData of a compressed fatbin, through the runtime's
-   fatbin wrapper) that no module callback ties to it.
+   With a fourth cubin and a fatbin it plays another program instead
+   (more_program): a launch whose parameters come through `extra`; conv1d
+   reading its __constant__ filter and counting its calls in a __device__
+   variable; CUDA graphs: one by stream capture, one of two dependent nodes
+   by cuGraphAddKernelNode (each launched twice after its inputs were
+   written), the same again with a node's parameters set in the executable
+   graph, another of the first with nothing new in it, and one of a memset
+   node, a child graph and a kernel whose source graph is destroyed once
+   instantiated; a kernel that reads a pointer array; a kernel of a library
+   (cuLibraryLoadData of a compressed fatbin, through the runtime's fatbin
+   wrapper) that no module callback ties to it; and an output holding a stale
+   address that the kernel overwrites.
    Usage: capture_harness INJECTION.so VECTOR_ADD.cubin STRUCTS.cubin
                           [CONV1D.cubin CLUSTER.compressed.fatbin] */
 #include <dlfcn.h>
@@ -298,9 +302,20 @@ static int more_program(CUfunction add, CUfunction saxpy, const char *conv_cubin
           *cmid = fake_alloc(c * sizeof(float)), *cacc = fake_alloc(c * sizeof(float));
     void *inner_params[] = {&cx, &cy, &cmid, &c};
     node.func = add; node.gridDimX = 32; node.blockDimX = 4; node.kernelParams = inner_params;
-    CUgraphNode child_node, last;
+    CUgraphNode child_node, last, fill;
     add_node(&a, inner, NULL, 0, &node);
-    add_child(&child_node, outer, NULL, 0, inner);
+    /* a memset node first: the walk does it, so the node after reads 1.0 there */
+    CUresult (*add_memset)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                           const CUDA_MEMSET_NODE_PARAMS *, CUcontext) = symbol_of("cuGraphAddMemsetNode");
+    CUDA_MEMSET_NODE_PARAMS ones = {0};
+    ones.dst = (CUdeviceptr)cacc;
+    ones.pitch = c * sizeof(float);
+    ones.elementSize = 4;
+    ones.value = 0x3f800000u;           /* 1.0f */
+    ones.height = 1;
+    ones.width = (size_t)c;
+    add_memset(&fill, outer, NULL, 0, &ones, NULL);
+    add_child(&child_node, outer, &fill, 1, inner);
     struct Saxpy q = {c, 1.0f, cmid, cacc};
     void *outer_params[] = {&q, scale, taps16, &sums, &taps_sum};
     node.func = saxpy; node.gridDimX = 4; node.blockDimX = 32; node.kernelParams = outer_params;

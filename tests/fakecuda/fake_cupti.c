@@ -40,6 +40,7 @@ typedef struct FakeNode {
     struct FakeNode *deps[4];
     size_t ndeps;
     int cooperative;
+    CUDA_MEMSET_NODE_PARAMS memset;     /* a memset node's */
 } FakeNode;
 typedef struct FakeGraph { FakeNode nodes[MAX_NODES]; size_t count; int destroyed; } FakeGraph;
 typedef struct { FakeGraph *graph; } FakeExec;
@@ -370,9 +371,43 @@ EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, un
     return CUDA_SUCCESS;
 }
 
+static void fill32(CUdeviceptr dst, unsigned value, size_t count) {
+    for (size_t i = 0; i < count; i++) ((unsigned *)dst)[i] = value;
+}
+
+EXPORT CUresult cuMemsetD2D32Async(CUdeviceptr dst, size_t pitch, unsigned value, size_t width,
+                                   size_t height, CUstream s) {
+    (void)pitch; (void)s;
+    fill32(dst, value, width * height);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                     size_t ndeps, const CUDA_MEMSET_NODE_PARAMS *p, CUcontext c) {
+    (void)c;
+    FakeGraph *g = (FakeGraph *)graph;
+    if (g->count == MAX_NODES || ndeps > 4 || p->elementSize != 4) return CUDA_ERROR_INVALID_VALUE;
+    FakeNode *added = &g->nodes[g->count++];
+    memset(added, 0, sizeof *added);
+    added->type = CU_GRAPH_NODE_TYPE_MEMSET;
+    added->memset = *p;
+    for (size_t i = 0; i < ndeps; i++) added->deps[i] = (FakeNode *)deps[i];
+    added->ndeps = ndeps;
+    *node = (CUgraphNode)added;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphMemsetNodeGetParams(CUgraphNode node, CUDA_MEMSET_NODE_PARAMS *p) {
+    *p = ((FakeNode *)node)->memset;
+    return CUDA_SUCCESS;
+}
+
 static void run_graph(FakeGraph *g) {
     for (size_t i = 0; i < g->count; i++) {
-        if (g->nodes[i].type == CU_GRAPH_NODE_TYPE_GRAPH) run_graph(g->nodes[i].child);
+        if (g->nodes[i].type == CU_GRAPH_NODE_TYPE_MEMSET)
+            fill32(g->nodes[i].memset.dst, g->nodes[i].memset.value,
+                   g->nodes[i].memset.width * g->nodes[i].memset.height);
+        else if (g->nodes[i].type == CU_GRAPH_NODE_TYPE_GRAPH) run_graph(g->nodes[i].child);
         else functions[find(g->nodes[i].f)].run(g->nodes[i].params), kernel_runs++;
     }
 }
