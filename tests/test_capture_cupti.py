@@ -87,3 +87,84 @@ def test_the_injection_library_records_launches_that_become_specs(built, tmp_pat
     assert (tmp_path / "logs").is_dir()
     code, out, err = run(capsys, "launch", "--dry-run", "--arch", "sm_90", str(tmp_path))
     assert code == 0, err
+
+
+def test_extra_buffers_module_globals_and_graph_nodes_become_specs(built, tmp_path, capsys):
+    injection, fakes = built
+    (tmp_path / "raw").mkdir()
+    env = {"LD_LIBRARY_PATH": str(fakes), "CUBINRUN_CAPTURE_DIR": str(tmp_path),
+           "CUBINRUN_CAPTURE_CUPTI": str(fakes / "libcuda.so.1")}
+    harness = subprocess.run([str(fakes / "harness"), str(injection),
+                              str(BUILD / "vector_add.sm_90.cubin"),
+                              str(BUILD / "structs.sm_90.cubin"),
+                              str(BUILD / "conv1d_constant.sm_90.cubin"),
+                              str(REPO / "tests" / "fixtures" / "cubins" /
+                                  "cluster.compressed.fatbin")],
+                             env=env, capture_output=True, text=True, timeout=60)
+    assert harness.returncode == 0, harness.stderr
+    assert harness.stderr == ""
+    # the program's own results: conv1d counted once, each graph ran twice, not three times
+    x, acc0, mid = 5.0, 1.0, 4 + 0.5
+    # (the hand-built graph ran twice, then once more as another executable graph)
+    assert harness.stdout == (f"out[5] {x + 2:.1f} smooth[2] {2 + 10 * 3 + 100 * 4:.1f} calls 42 "
+                              f"gout[3] {103 + 1:.1f} acc[4] {acc0 + 3 * 3 * mid:.1f} "
+                              "gathered[7] 1007.0 cacc[3] 8.0 known graph 1 run(s)\n")
+    raw = json.loads(next(tmp_path.glob("raw/cupti-*/00007/record.json")).read_text())
+    assert raw["kernel"] == "gather_rows" and len(raw["loaded"]) == 2
+    assert [loaded["offset"] for loaded in raw["loaded"]] == [0, 8]
+    targets = [raw["regions"][loaded["target"]] for loaded in raw["loaded"]]
+    assert [t["size"] for t in targets] == [256, 256] and all(t["global"] is None for t in targets)
+    summary = Summary(["harness"])
+    write_folder(tmp_path, summary, Selection(), lambda line: None)
+    document = json.loads((tmp_path / "capture.json").read_text())
+    specs = {s["spec"].split("-", 1)[1]: s for s in document["specs"]}
+    names = [s["spec"] for s in document["specs"]]
+    assert len(names) == 9, (names, document["skipped"])
+    assert [s["kernel"] for s in document["specs"]] == [
+        "add_kernel", "conv1d", "add_kernel", "add_kernel", "struct_saxpy", "add_kernel",
+        "struct_saxpy", "fixed_block", "add_kernel"]     # the last over a stale address
+    loaded = {s["spec"]: yaml.safe_load((tmp_path / s["spec"]).read_text())
+              for s in document["specs"]}
+    (through_extra, conv, captured_node, first_node, second_node, in_child, after_child,
+     from_library, over_stale) = loaded.values()
+    assert over_stale["grid"] == [64, 1, 1]
+    # a child graph's node ran in its place: the node after it read its results
+    assert in_child["grid"] == [32, 1, 1] and document["specs"][5]["graph"]
+    read = np.load(tmp_path / after_child["args"]["a0"][1]["init"]["file"]).view(np.float32)
+    assert read[3] == 7.0
+    # ... and the graph's memset node had set what it accumulates into before it ran
+    filled = np.load(tmp_path / after_child["args"]["a0"][2]["init"]["file"]).view(np.float32)
+    assert (filled == 1.0).all()
+    # a library's kernel: its binary unpacked from the library's compressed fatbin
+    from cubinrun.binary.cubin import read_cubin
+    cubin = read_cubin((tmp_path / from_library["kernel"]["cubin"]).read_bytes())
+    assert cubin.arch == "sm_90" and "fixed_block" in [k.name for k in cubin.kernels]
+    # `extra`: the buffer split into the kernel's four parameters, pointers relocated
+    assert through_extra["signature"] == {"a0": "*u8", "a1": "*u8", "a2": "*u8", "a3": "u32"}
+    assert through_extra["args"]["a3"] == 1024 and "init" in through_extra["args"]["a0"]
+    assert "came through `extra`" in (tmp_path / names[0]).read_text()
+    # globals: saved as the launch found them, and the counter's change checked
+    assert set(conv["globals"]) == {"d_filter", "d_calls"}
+    filter_ = np.load(tmp_path / conv["globals"]["d_filter"]["init"]["file"]).view(np.float32)
+    assert list(filter_[:3]) == [1, 10, 100]
+    assert np.load(tmp_path / conv["globals"]["d_calls"]["init"]["file"]).view(np.uint32)[0] == 41
+    assert np.load(tmp_path / conv["check"]["d_calls"]["file"]).view(np.uint32)[0] == 42
+    # the captured graph's node: its inputs as written after the capture
+    inputs = np.load(tmp_path / captured_node["args"]["a0"]["init"]["file"]).view(np.float32)
+    assert inputs[3] == 103.0 and captured_node["grid"] == [8, 1, 1]
+    assert "A kernel node of a CUDA graph" in (tmp_path / names[2]).read_text()
+    # the second node of the built graph reads what the first wrote at this run
+    read = np.load(tmp_path / second_node["args"]["a0"][1]["init"]["file"]).view(np.float32)
+    assert read[4] == mid and first_node["grid"] == [16, 1, 1]
+    assert second_node["launch"] == {"cooperative": True} and "launch" not in first_node
+    accumulated = np.load(tmp_path / second_node["check"]["a0[2]"]["file"]).view(np.float32)
+    assert accumulated[4] == acc0 + 3 * mid
+    skipped = {s["reason"]: s for s in document["skipped"]}
+    assert any("being captured" in reason for reason in skipped)
+    changed = [s for s in document["skipped"] if "were set after instantiation" in s["reason"]]
+    assert sorted(s["kernel"] for s in changed) == ["add_kernel", "struct_saxpy"]
+    assert skipped["its memory holds 2 pointer(s) into other allocations (a pointer array the "
+                   "kernel may load): a spec cannot relocate pointers inside a buffer yet"
+                   ]["kernel"] == "gather_rows"
+    code, out, err = run(capsys, "launch", "--dry-run", "--arch", "sm_90", str(tmp_path))
+    assert code == 0, err

@@ -469,15 +469,27 @@ def _kernel(linked: dict, name: str, symbol: int, text: int, shared_info: _Share
 
 def _linked_sections(elf: Any) -> dict[tuple[str, int], Any]:
     """The `.nv.info.<kernel>` and `.nv.shared.<kernel>` sections, keyed by the
-    kernel's .text section index (their sh_info). Found in one pass: a file with
-    many kernels and sections must not cost kernels x sections."""
+    kernel's .text section index: their sh_info where SHF_INFO_LINK says it is
+    one, else the index of `.text.<kernel>` (a section whose flags leave the
+    link out would otherwise leave its kernel without parameters, and the check
+    would refuse every spec of it). Found in one pass: a file with many kernels
+    and sections must not cost kernels x sections."""
     linked: dict[tuple[str, int], Any] = {}
-    for section in elf.iter_sections():
-        if not section["sh_flags"] & SHF_INFO_LINK:
-            continue
+    unlinked: list[tuple[str, Any]] = []
+    texts: dict[str, int] = {}
+    for index, section in enumerate(elf.iter_sections()):
+        if section.name.startswith(".text."):
+            texts[section.name[len(".text."):]] = index
         for prefix in (".nv.info.", ".nv.shared."):
             if section.name.startswith(prefix):
-                linked.setdefault((prefix, section["sh_info"]), section)
+                if section["sh_flags"] & SHF_INFO_LINK and section["sh_info"]:
+                    linked.setdefault((prefix, section["sh_info"]), section)
+                else:
+                    unlinked.append((prefix, section))
+    for prefix, section in unlinked:
+        text = texts.get(section.name[len(prefix):])
+        if text is not None:
+            linked.setdefault((prefix, text), section)
     return linked
 
 

@@ -34,6 +34,9 @@ def expected_params(plan: Plan) -> list[tuple[str, str, int]]:
 def check_params(plan: Plan, kernel: KernelInfo) -> None:
     expected = expected_params(plan)
     actual = kernel.params
+    if not actual and kernel.param_bytes:
+        _check_param_bytes(expected, kernel)
+        return
     if len(expected) != len(actual):
         extra = len(actual) - len(expected)
         hint = ""
@@ -50,6 +53,29 @@ def check_params(plan: Plan, kernel: KernelInfo) -> None:
         elif size != param.size:
             raise SpecError(f"{type_} is {size} bytes but parameter {index} of {kernel.cxx_name} "
                             f"is {param.size} bytes", field=field)
+
+
+def _check_param_bytes(expected: list[tuple[str, str, int]], kernel: KernelInfo) -> None:
+    """A cubin that states the parameters' bytes but lists no parameter (its
+    per-parameter records stripped, as some library cubins are): the C layout
+    of the signature must end where the kernel's parameters do."""
+    end = 0
+    for _, type_, size in expected:
+        align = _alignment(type_, size)
+        end = -(-end // align) * align + size
+    if end != kernel.param_bytes:
+        raise SpecError(f"the signature's parameters take {end} bytes but {kernel.cxx_name}'s "
+                        f"take {kernel.param_bytes} (the cubin lists no single parameter)",
+                        field="signature")
+
+
+def _alignment(leaf_type: str, size: int) -> int:
+    if leaf_type in SCALAR_TYPES or leaf_type.startswith("*"):
+        return size
+    if leaf_type == "nvTmaDesc":
+        return 64
+    from ..signature.aggregates import aggregate_of, size_align
+    return size_align(aggregate_of(leaf_type))[1]
 
 
 def _check_aggregate(leaf_type: str, index: int, param, kernel: KernelInfo, field: str) -> None:

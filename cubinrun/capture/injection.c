@@ -1,12 +1,28 @@
-/* cubinrun capture's CUPTI injection library, second half: the launches
- * (what is read and saved around each one), the callback and start-up. It
- * follows injection_base.c in one translation unit (injection_build.py puts
- * them together), whose state and helpers it uses. */
+/* cubinrun capture's CUPTI injection library, second part: one launch, what
+ * is read and saved around it. It follows injection_base.c in one translation
+ * unit (injection_build.py puts them together), whose state and helpers it
+ * uses; the graph walk (injection_graphs.c) captures a graph's kernel nodes
+ * with the same choose_launch and finish_launch.
+ *
+ * Parameters come as kernelParams (an array of pointers, one per parameter)
+ * or through `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER/SIZE: one buffer holding
+ * them all, what cuBLASLt's kernels use); either way the kernel's own layout
+ * (cuFuncGetParamInfo / cuKernelGetParamInfo) says where each one is, and an
+ * `extra` buffer is split into them. */
 
 /* ---- one launch --------------------------------------------------------------------- */
 typedef struct { size_t offset, size; } Param;
 typedef struct { int param; size_t offset; int region; size_t at; } Pointer;
-typedef struct { CUdeviceptr start, end; unsigned char *before, *after, *again; } Region;
+/* A region is memory a pointer reaches (from the lowest pointer into an allocation
+ * to its end), or a module global (`global` names it), or memory a pointer loaded
+ * from another region reaches (`loaded`: its region and offset there). */
+typedef struct {
+    CUdeviceptr start, end;
+    unsigned char *before, *after, *again;
+    const char *global;
+    int loaded_from;
+    size_t loaded_at;
+} Region;
 
 typedef struct {
     CUpti_CallbackId cbid;
@@ -16,7 +32,17 @@ typedef struct {
     int cooperative;
     CUstream stream;
     void **params;
+    void **extra;               /* the launch's `extra` when its parameters come that way */
+    const unsigned char *extra_buffer;
+    size_t extra_size;
+    void *param_at[MAX_PARAMS]; /* each parameter's place in the `extra` buffer */
     const CUlaunchConfig *config;
+    CUmodule module_handle;
+    int module;
+    int library;                /* its library's saved image (libraries/lN.bin), or -1 */
+    size_t globals_left_out;    /* module globals past MAX_GLOBALS_PER_LAUNCH */
+    const char *graph;          /* "EXEC/NODE" of a graph's kernel node, else NULL */
+    char graph_text[64];
     Param param[MAX_PARAMS];
     size_t nparams;
     Pointer pointer[MAX_POINTERS];
@@ -35,10 +61,40 @@ static void free_regions(Launch *l) {
     }
 }
 
-static int read_launch(CUpti_CallbackId cbid, const void *p, Launch *l) {
+/* The `extra` array's buffer: 0 when it holds anything else. */
+static int read_extra(Launch *l, void **extra) {
+    l->extra = extra;
+    l->extra_buffer = NULL;
+    l->extra_size = 0;
+    if (!extra) return 1;
+    int have_size = 0;
+    for (size_t i = 0; i < 64 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) l->extra_buffer = extra[i + 1];
+        else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+            l->extra_size = *(const size_t *)extra[i + 1];
+            have_size = 1;
+        } else return 0;
+    }
+    return l->extra_buffer != NULL && have_size;
+}
+
+static void reset_launch(Launch *l) {
     memset(l->cluster, 0, sizeof l->cluster);
     l->cooperative = 0;
     l->config = NULL;
+    l->extra = NULL;
+    l->extra_buffer = NULL;
+    l->extra_size = 0;
+    l->graph = NULL;
+    l->module = -1;
+    l->library = -1;
+    l->module_handle = NULL;
+    l->globals_left_out = 0;
+}
+
+/* 0: its `extra` holds something other than a parameter buffer. */
+static int read_launch(CUpti_CallbackId cbid, const void *p, Launch *l) {
+    reset_launch(l);
     l->cbid = cbid;
     if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) {
         const cuLaunchKernel_params *a = p;
@@ -46,7 +102,7 @@ static int read_launch(CUpti_CallbackId cbid, const void *p, Launch *l) {
         l->grid[0] = a->gridDimX; l->grid[1] = a->gridDimY; l->grid[2] = a->gridDimZ;
         l->block[0] = a->blockDimX; l->block[1] = a->blockDimY; l->block[2] = a->blockDimZ;
         l->shared = a->sharedMemBytes;
-        return a->extra == NULL;
+        return read_extra(l, a->extra);
     }
     if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel ||
         cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz) {
@@ -74,7 +130,7 @@ static int read_launch(CUpti_CallbackId cbid, const void *p, Launch *l) {
             l->cluster[2] = c->attrs[i].value.clusterDim.z;
         }
     }
-    return a->extra == NULL;
+    return read_extra(l, a->extra);
 }
 
 static const char *read_params(Launch *l) {
@@ -102,9 +158,22 @@ static const char *read_params(Launch *l) {
     return "more than 1024 parameters";
 }
 
+/* Parameters through `extra`: each one's place in the buffer, as kernelParams would
+ * point to it. */
+static const char *bind_extra(Launch *l) {
+    if (!l->extra) return NULL;
+    for (size_t i = 0; i < l->nparams; i++) {
+        if (l->param[i].offset + l->param[i].size > l->extra_size)
+            return "the `extra` buffer is smaller than the kernel's parameters";
+        l->param_at[i] = (void *)(l->extra_buffer + l->param[i].offset);
+    }
+    l->params = l->param_at;
+    return NULL;
+}
+
 static int region_of(Launch *l, CUdeviceptr start, CUdeviceptr end, CUdeviceptr pointer) {
     for (size_t r = 0; r < l->nregions; r++) {
-        if (l->region[r].end == end) {
+        if (l->region[r].end == end && !l->region[r].global) {
             if (pointer < l->region[r].start) l->region[r].start = pointer;
             return (int)r;
         }
@@ -113,6 +182,8 @@ static int region_of(Launch *l, CUdeviceptr start, CUdeviceptr end, CUdeviceptr 
     l->region[l->nregions].start = pointer;       /* from the lowest pointer, not the allocation's start */
     l->region[l->nregions].end = end;
     l->region[l->nregions].before = l->region[l->nregions].after = l->region[l->nregions].again = NULL;
+    l->region[l->nregions].global = NULL;
+    l->region[l->nregions].loaded_from = -1;
     return (int)l->nregions++;
 }
 
@@ -129,7 +200,8 @@ static const char *find_pointers(Launch *l) {
             if (!cu_ok(api.PointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, value),
                        "cuPointerGetAttribute(RANGE_SIZE)"))
                 return "a pointer's allocation size could not be read";
-            if (l->npointers == MAX_POINTERS) return "more than 1024 pointers";
+            if (l->npointers == MAX_POINTERS || l->nregions == MAX_POINTERS)
+                return "more than 1024 pointers";
             Pointer *p = &l->pointer[l->npointers++];
             p->param = (int)i;
             p->offset = w;
@@ -189,13 +261,14 @@ static int restore_regions(Launch *l, int which) {
 static CUresult launch_again(const Launch *l) {
     inside = 1;
     CUresult status;
-    if (l->config) status = api.LaunchKernelEx(l->config, l->f, l->params, NULL);
+    void **params = l->extra ? NULL : l->params;
+    if (l->config) status = api.LaunchKernelEx(l->config, l->f, params, l->extra);
     else if (l->cooperative)
         status = api.LaunchCooperativeKernel(l->f, l->grid[0], l->grid[1], l->grid[2], l->block[0],
                                              l->block[1], l->block[2], l->shared, l->stream, l->params);
     else
         status = api.LaunchKernel(l->f, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
-                                  l->block[2], l->shared, l->stream, l->params, NULL);
+                                  l->block[2], l->shared, l->stream, params, l->extra);
     inside = 0;
     return status;
 }
@@ -208,6 +281,21 @@ static int differs(const Launch *l, int which) {   /* after vs before (0) or aga
         if (memcmp(a, b, size)) return 1;
     }
     return 0;
+}
+
+static void write_loaded(FILE *f);          /* injection_loaded.c */
+
+/* The device's arch ("sm_90"), asked once: a saved fatbin holds several. */
+static const char *device_arch(void) {
+    static char arch[16];
+    CUdevice device;
+    int major, minor;
+    if (!arch[0] && api.CtxGetDevice && api.DeviceGetAttribute &&
+        api.CtxGetDevice(&device) == CUDA_SUCCESS &&
+        api.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device) == CUDA_SUCCESS &&
+        api.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device) == CUDA_SUCCESS)
+        snprintf(arch, sizeof arch, "sm_%d%d", major, minor);
+    return arch[0] ? arch : NULL;
 }
 
 static int write_record(Launch *l, int module, int deterministic) {
@@ -242,11 +330,19 @@ static int write_record(Launch *l, int module, int deterministic) {
     json_string(f, l->name);
     if (module >= 0) fprintf(f, ", \"module\": \"modules/m%d.cubin\"", module);
     else fputs(", \"module\": null", f);
+    if (l->library >= 0) fprintf(f, ", \"library\": \"libraries/l%d.bin\"", l->library);
+    else fputs(", \"library\": null", f);
+    fputs(", \"arch\": ", f);
+    if (device_arch()) json_string(f, device_arch()); else fputs("null", f);
     fprintf(f, ", \"key\": \"%016llx\", \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], "
                "\"shared\": %u, \"cooperative\": %s, \"cluster\": [%u, %u, %u], \"deterministic\": %s",
             (unsigned long long)l->key, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
             l->block[2], l->shared, l->cooperative ? "true" : "false", l->cluster[0], l->cluster[1],
             l->cluster[2], deterministic < 0 ? "null" : deterministic ? "true" : "false");
+    fprintf(f, ", \"extra\": %s, \"globals_left_out\": %zu, \"graph\": ",
+            l->extra ? "true" : "false", l->globals_left_out);
+    if (l->graph) json_string(f, l->graph); else fputs("null", f);
+    write_loaded(f);
     fputs(", \"params\": [", f);
     for (size_t i = 0; i < l->nparams; i++) {
         fprintf(f, "%s{\"offset\": %zu, \"size\": %zu, \"hex\": \"", i ? ", " : "",
@@ -267,7 +363,10 @@ static int write_record(Launch *l, int module, int deterministic) {
         fprintf(f, "%s{\"size\": %zu, \"before\": \"r%zu.before\", \"after\": ", r ? ", " : "", size, r);
         if (changed) fprintf(f, "\"r%zu.after\"", r); else fputs("null", f);
         fputs(", \"again\": ", f);
-        if (other) fprintf(f, "\"r%zu.again\"}", r); else fputs("null}", f);
+        if (other) fprintf(f, "\"r%zu.again\"", r); else fputs("null", f);
+        fputs(", \"global\": ", f);
+        if (l->region[r].global) json_string(f, l->region[r].global); else fputs("null", f);
+        fputc('}', f);
     }
     fputs("]}\n", f);
     char final_path[4400];
@@ -285,14 +384,83 @@ static int write_record(Launch *l, int module, int deterministic) {
     return 1;
 }
 
+
+static void add_globals(Launch *l);          /* injection_globals.c */
+static int library_of(Launch *l);           /* injection_libraries.c */
+static int follow_loaded_pointers(Launch *l);   /* injection_loaded.c */
+static void drop_overwritten_pointers(const Launch *l);
+
 static Launch current;        /* under `lock`: one launch is captured at a time */
 
-/* Before the launch: select it, and save its inputs. 1: capture it at the exit. */
+/* Whether to capture the launch `l` (read_launch filled it, and its name): its
+ * parameters, pointers and globals read, the selection applied, its inputs saved.
+ * 1: capture it (finish_launch after it ran); 0: left out, the reason noted. */
+static int choose_launch(Launch *l) {
+    if (have_regex && regexec(&kernel_regex, l->name, 0, NULL, 0) != 0) {
+        note_skip(l->name, "--kernel does not match");
+        return 0;
+    }
+    const char *why = read_params(l);
+    if (!why) why = bind_extra(l);
+    if (!why && !l->params && l->nparams) why = "no parameters given (neither kernelParams nor `extra`)";
+    if (!why) why = find_pointers(l);
+    if (why) { note_skip(l->name, why); return 0; }
+    l->key = launch_key(l);         /* before the globals: a repeat costs no lookup of them */
+    if (seen_before(l->key)) {
+        note_skip(l->name, "a launch of the same kernel, grid and sizes was already seen");
+        return 0;
+    }
+    selected++;
+    if (selected <= opt_skip) { note_skip(l->name, "--skip"); return 0; }
+    if (opt_limit >= 0 && captured >= opt_limit) { note_skip(l->name, "--limit"); return 0; }
+    l->module = module_of(l->f, &l->module_handle);
+    add_globals(l);
+    long long need = 2 * (long long)region_bytes(l);
+    if (opt_max_launch >= 0 && need > opt_max_launch) {
+        note_skip(l->name, "--max-bytes: more than allowed for one launch");
+        return 0;
+    }
+    if (opt_max_total >= 0 && saved_bytes + need > opt_max_total) {
+        note_skip(l->name, "--max-bytes: more than allowed in all");
+        return 0;
+    }
+    if (stopped) { note_skip(l->name, "capture stopped (a write failed)"); return 0; }
+    l->library = library_of(l);     /* saved once, for a launch that is captured */
+    if (!copy_regions(l, 0) || !follow_loaded_pointers(l)) { free_regions(l); return 0; }
+    return 1;
+}
+
+/* After the launch (`status` its result): save what it left, launch once more from
+ * the inputs, put its results back, write the record. */
+static void finish_launch(Launch *l, CUresult status) {
+    int deterministic = -1;
+    if (status != CUDA_SUCCESS) {
+        note_skip(l->name, "the launch failed");
+        free_regions(l);
+        return;
+    }
+    if (l->module < 0) l->module = module_of(l->f, &l->module_handle);
+    if (!copy_regions(l, 1)) { free_regions(l); return; }
+    drop_overwritten_pointers(l);
+    if (differs(l, 0)) {
+        if (!restore_regions(l, 0)) goto restore;
+        if (!cu_ok(launch_again(l), "launching again (determinism)")) goto restore;
+        if (!copy_regions(l, 2)) goto restore;
+        deterministic = !differs(l, 1);
+restore:
+        if (!restore_regions(l, 1)) fail("the program's memory after %s could not be put back", l->name);
+    }
+    write_record(l, l->module, deterministic);
+    free_regions(l);
+}
+
+/* A launch's enter: 1 to capture it at its exit. */
 static int on_enter(CUpti_CallbackId cbid, const CUpti_CallbackData *info) {
     Launch *l = &current;
     seen++;
-    if (!read_launch(cbid, info->functionParams, l) || !l->params) {
-        note_skip(info->symbolName ? info->symbolName : "?", "parameters passed through `extra`");
+    if (!read_launch(cbid, info->functionParams, l)) {
+        note_skip(info->symbolName ? info->symbolName : "?",
+                  "its `extra` holds more than a parameter buffer");
         return 0;
     }
     l->name = info->symbolName;
@@ -304,212 +472,19 @@ static int on_enter(CUpti_CallbackId cbid, const CUpti_CallbackData *info) {
                        cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
                        cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz))
         l->stream = CU_STREAM_PER_THREAD;           /* our copies go where the launch went */
-    if (have_regex && regexec(&kernel_regex, l->name, 0, NULL, 0) != 0) {
-        note_skip(l->name, "--kernel does not match");
-        return 0;
-    }
     CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
     if (!cu_ok(api.StreamIsCapturing(l->stream, &capturing), "cuStreamIsCapturing")) return 0;
     if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) {
-        note_skip(l->name, "launched into a CUDA graph being captured");
+        /* its graph's first launch runs it, and captures it then (injection_graphs.c) */
+        note_skip(l->name, "launched into a CUDA graph being captured (captured when the "
+                           "graph is launched)");
         return 0;
     }
-    const char *why = read_params(l);
-    if (!why) why = find_pointers(l);
-    if (why) { note_skip(l->name, why); return 0; }
-    l->key = launch_key(l);
-    if (seen_before(l->key)) {
-        note_skip(l->name, "a launch of the same kernel, grid and sizes was already seen");
-        return 0;
-    }
-    selected++;
-    if (selected <= opt_skip) { note_skip(l->name, "--skip"); return 0; }
-    if (opt_limit >= 0 && captured >= opt_limit) { note_skip(l->name, "--limit"); return 0; }
-    long long need = 2 * (long long)region_bytes(l);
-    if (opt_max_launch >= 0 && need > opt_max_launch) {
-        note_skip(l->name, "--max-bytes: more than allowed for one launch");
-        return 0;
-    }
-    if (opt_max_total >= 0 && saved_bytes + need > opt_max_total) {
-        note_skip(l->name, "--max-bytes: more than allowed in all");
-        return 0;
-    }
-    if (stopped) { note_skip(l->name, "capture stopped (a write failed)"); return 0; }
-    if (!copy_regions(l, 0)) { free_regions(l); return 0; }
-    return 1;
+    return choose_launch(l);
 }
 
-/* After it: save what it left, launch once more from the inputs, put its results back. */
 static void on_exit_(const CUpti_CallbackData *info) {
-    Launch *l = &current;
-    int deterministic = -1;
-    if (info->functionReturnValue && *(const CUresult *)info->functionReturnValue != CUDA_SUCCESS) {
-        note_skip(l->name, "the launch failed");
-        free_regions(l);
-        return;
-    }
-    int module = module_of(l->f);
-    if (!copy_regions(l, 1)) { free_regions(l); return; }
-    if (differs(l, 0)) {
-        if (!restore_regions(l, 0)) goto restore;
-        if (!cu_ok(launch_again(l), "launching again (determinism)")) goto restore;
-        if (!copy_regions(l, 2)) goto restore;
-        deterministic = !differs(l, 1);
-restore:
-        if (!restore_regions(l, 1)) fail("the program's memory after %s could not be put back", l->name);
-    }
-    write_record(l, module, deterministic);
-    free_regions(l);
-}
-
-static void CUPTIAPI callback(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                              const void *data) {
-    (void)user;
-    if (!enabled) return;
-    if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
-        /* no lock: a module may load lazily inside our own cuKernelGetFunction, with it held */
-        if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED)
-            module_loaded((const CUpti_ModuleResourceData *)((const CUpti_ResourceData *)data)->resourceDescriptor);
-        return;
-    }
-    if (inside) return;
-    const CUpti_CallbackData *info = data;
-    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoad || cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData ||
-        cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx ||
-        cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary) {
-        if (info->callbackSite == CUPTI_API_ENTER) { loaded_module = -1; return; }
-        CUmodule *module = *(CUmodule *const *)info->functionParams;   /* each call's first parameter */
-        if (loaded_module >= 0 && module && *module) {
-            pthread_mutex_lock(&lock);
-            remember_module(*module, loaded_module);
-            pthread_mutex_unlock(&lock);
-        }
-        return;
-    }
-    if (paused) return;
-    static __thread int capturing;
-    if (info->callbackSite == CUPTI_API_ENTER) {
-        loaded_module = -1;
-        pthread_mutex_lock(&lock);
-        capturing = on_enter(cbid, info);
-        if (!capturing) pthread_mutex_unlock(&lock);    /* held until the exit otherwise */
-    } else if (capturing) {
-        capturing = 0;
-        inside = 1;
-        on_exit_(info);
-        inside = 0;
-        pthread_mutex_unlock(&lock);
-    }
-}
-
-/* ---- start-up ------------------------------------------------------------------------ */
-static long long env_number(const char *name, long long otherwise) {
-    const char *text = getenv(name);
-    if (!text || !*text) return otherwise;
-    char *end;
-    long long value = strtoll(text, &end, 10);
-    return *end ? otherwise : value;
-}
-
-static void *symbol(void *library, const char *name) {
-    void *found = dlsym(library, name);
-    if (!found) fail("%s not found: %s", name, dlerror());
-    return found;
-}
-
-static int load_api(void) {
-    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (!cuda) cuda = dlopen("libcuda.so.1", RTLD_NOW);
-    const char *cupti_path = getenv("CUBINRUN_CAPTURE_CUPTI");
-    void *cupti = dlopen(cupti_path && *cupti_path ? cupti_path : "libcupti.so", RTLD_NOW);
-    if (!cuda) { fail("libcuda.so.1 does not load: %s", dlerror()); return 0; }
-    if (!cupti) { fail("libcupti does not load (%s): %s", cupti_path ? cupti_path : "", dlerror()); return 0; }
-#define GET(lib, field, name) if (!(*(void **)&api.field = symbol(lib, name))) return 0
-    GET(cuda, FuncGetParamInfo, "cuFuncGetParamInfo");
-    GET(cuda, KernelGetParamInfo, "cuKernelGetParamInfo");
-    GET(cuda, KernelGetFunction, "cuKernelGetFunction");
-    GET(cuda, FuncGetModule, "cuFuncGetModule");
-    GET(cuda, FuncGetName, "cuFuncGetName");
-    GET(cuda, KernelGetName, "cuKernelGetName");
-    GET(cuda, PointerGetAttribute, "cuPointerGetAttribute");
-    GET(cuda, MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
-    GET(cuda, MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
-    GET(cuda, StreamSynchronize, "cuStreamSynchronize");
-    GET(cuda, StreamIsCapturing, "cuStreamIsCapturing");
-    GET(cuda, LaunchKernel, "cuLaunchKernel");
-    GET(cuda, LaunchKernelEx, "cuLaunchKernelEx");
-    GET(cuda, LaunchCooperativeKernel, "cuLaunchCooperativeKernel");
-    GET(cuda, GetErrorName, "cuGetErrorName");
-    GET(cupti, Subscribe, "cuptiSubscribe");
-    GET(cupti, EnableDomain, "cuptiEnableDomain");
-    GET(cupti, EnableCallback, "cuptiEnableCallback");
-    GET(cupti, GetResultString, "cuptiGetResultString");
-#undef GET
-    return 1;
-}
-
-static void at_exit(void) {
-    /* never wait here: a thread still inside a capture holds the lock at exit */
-    int locked = pthread_mutex_trylock(&lock) == 0;
-    write_summary();
-    if (locked) pthread_mutex_unlock(&lock);
-}
-
-EXPORT int InitializeInjection(void) {
-    const char *root = getenv("CUBINRUN_CAPTURE_DIR");
-    if (!root || !*root) return 1;
-    snprintf(folder, sizeof folder, "%s/raw/cupti-%d", root, (int)getpid());
-    char modules_dir[4200];
-    snprintf(modules_dir, sizeof modules_dir, "%s/modules", folder);
-    if ((mkdir(folder, 0777) != 0 && errno != EEXIST) || (mkdir(modules_dir, 0777) != 0 && errno != EEXIST)) {
-        fprintf(stderr, "cubinrun capture (cupti): cannot create %s: %s\n", modules_dir, strerror(errno));
-        return 1;
-    }
-    if (env_number("CUBINRUN_CAPTURE_DEBUG", 0)) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/debug.log", folder);
-        debug_log = fopen(path, "a");
-    }
-    const char *pattern = getenv("CUBINRUN_CAPTURE_KERNEL");
-    if (pattern && *pattern) {
-        if (regcomp(&kernel_regex, pattern, REG_EXTENDED | REG_NOSUB) != 0) {
-            fail("--kernel %s is not an extended regular expression", pattern);
-            write_summary();
-            return 1;
-        }
-        have_regex = 1;
-    }
-    opt_limit = env_number("CUBINRUN_CAPTURE_LIMIT", -1);
-    opt_skip = env_number("CUBINRUN_CAPTURE_SKIP", 0);
-    opt_max_launch = env_number("CUBINRUN_CAPTURE_MAX_LAUNCH_BYTES", -1);
-    opt_max_total = env_number("CUBINRUN_CAPTURE_MAX_TOTAL_BYTES", -1);
-    if (!load_api()) { write_summary(); return 1; }
-    CUpti_SubscriberHandle subscriber;
-    if (!cupti_ok(api.Subscribe(&subscriber, callback, NULL), "cuptiSubscribe")) {
-        fail("CUPTI did not attach (libcupti %s; CUBINRUN_CUPTI picks another, e.g. the "
-             "toolkit's matching the driver)",
-             getenv("CUBINRUN_CAPTURE_CUPTI") ? getenv("CUBINRUN_CAPTURE_CUPTI") : "libcupti.so");
-        write_summary();
-        return 1;
-    }
-    static const CUpti_CallbackId launches[] = {
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-        CUPTI_DRIVER_TRACE_CBID_cuModuleLoad, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData,
-        CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary};
-    for (size_t i = 0; i < sizeof launches / sizeof launches[0]; i++)
-        if (!cupti_ok(api.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, launches[i]),
-                      "cuptiEnableCallback")) { write_summary(); return 1; }
-    if (!cupti_ok(api.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-                                     CUPTI_CBID_RESOURCE_MODULE_LOADED), "cuptiEnableCallback(resource)")) {
-        write_summary();
-        return 1;
-    }
-    enabled = 1;
-    atexit(at_exit);
-    say("capture started in pid %d", (int)getpid());
-    write_summary();
-    return 1;
+    CUresult status = info->functionReturnValue ? *(const CUresult *)info->functionReturnValue
+                                                : CUDA_SUCCESS;
+    finish_launch(&current, status);
 }

@@ -21,9 +21,11 @@
  * The driver and CUPTI are reached through dlsym: the library links neither,
  * so it builds with only the headers.
  *
- * This file is the library's first half (the driver and CUPTI's entry points,
- * its state, its files and the modules it saw); injection.c, the launches
- * and start-up, follows it in one translation unit (injection_build.py). */
+ * This file is the library's first part (the driver and CUPTI's entry points,
+ * its state, its files and the modules it saw); injection.c (one launch),
+ * injection_globals.c (module globals), injection_graphs.c (launches inside
+ * CUDA graphs) and injection_start.c (the callback and start-up) follow it in
+ * one translation unit (injection_build.py). */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <cupti.h>
@@ -65,6 +67,30 @@ static struct {
     CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
     CUresult (*LaunchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
                                         unsigned, unsigned, unsigned, CUstream, void **);
+    CUresult (*ModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
+    /* optional: where a runtime kernel's library is, and the device's arch */
+    CUresult (*KernelGetLibrary)(CUlibrary *, CUkernel);
+    CUresult (*ThreadExchangeStreamCaptureMode)(CUstreamCaptureMode *);
+    CUresult (*CtxGetDevice)(CUdevice *);
+    CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+    /* graphs (injection_graphs.c): optional, a driver without them captures no graph */
+    CUresult (*GraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
+    CUresult (*GraphClone)(CUgraph *, CUgraph);
+    CUresult (*GraphDestroy)(CUgraph);
+    CUresult (*GraphNodeGetType)(CUgraphNode, CUgraphNodeType *);
+    CUresult (*GraphNodeGetDependencies)(CUgraphNode, CUgraphNode *, size_t *);
+    CUresult (*GraphNodeGetDependencies2)(CUgraphNode, CUgraphNode *, CUgraphEdgeData *, size_t *);
+    CUresult (*GraphChildGraphNodeGetGraph)(CUgraphNode, CUgraph *);
+    CUresult (*GraphEventWaitNodeGetEvent)(CUgraphNode, CUevent *);
+    CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned);
+    CUresult (*GraphKernelNodeGetParams)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
+    CUresult (*GraphKernelNodeGetAttribute)(CUgraphNode, CUkernelNodeAttrID, CUkernelNodeAttrValue *);
+    CUresult (*GraphMemsetNodeGetParams)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS *);
+    CUresult (*GraphMemcpyNodeGetParams)(CUgraphNode, CUDA_MEMCPY3D *);
+    CUresult (*MemsetD2D8Async)(CUdeviceptr, size_t, unsigned char, size_t, size_t, CUstream);
+    CUresult (*MemsetD2D16Async)(CUdeviceptr, size_t, unsigned short, size_t, size_t, CUstream);
+    CUresult (*MemsetD2D32Async)(CUdeviceptr, size_t, unsigned int, size_t, size_t, CUstream);
+    CUresult (*Memcpy3DAsync)(const CUDA_MEMCPY3D *, CUstream);
     getName_t GetErrorName;
     CUptiResult (*Subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
     CUptiResult (*EnableDomain)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
@@ -215,26 +241,35 @@ static void note_skip(const char *kernel, const char *reason) {
     write_summary();
 }
 
-static int seen_before(uint64_t key) {          /* and remember it */
+static int seen_before_or_remember(uint64_t key, int remember) {
     size_t slot = key & (MAX_KEYS - 1);
     for (size_t probe = 0; probe < MAX_KEYS; probe++, slot = (slot + 1) & (MAX_KEYS - 1)) {
         if (keys[slot] == key) return 1;
         if (keys[slot] == 0) {
             if (key_count * 2 >= MAX_KEYS) return 1;          /* full: a repeat, in effect */
-            keys[slot] = key;
-            key_count++;
+            if (remember) {
+                keys[slot] = key;
+                key_count++;
+            }
             return 0;
         }
     }
     return 1;
 }
 
+static int seen_before(uint64_t key) { return seen_before_or_remember(key, 1); }   /* and remember it */
+static int known_key(uint64_t key) { return seen_before_or_remember(key, 0); }
+
 /* ---- modules ---------------------------------------------------------------------- */
+static void record_globals(unsigned id, const unsigned char *image, size_t size);
+
 static void module_loaded(const CUpti_ModuleResourceData *data) {
     char path[4200];
     snprintf(path, sizeof path, "%s/modules/m%u.cubin", folder, data->moduleId);
     if (data->pCubin && data->cubinSize && write_file(path, data->pCubin, data->cubinSize))
         say("module %u: %zu bytes", data->moduleId, data->cubinSize);
+    if (data->pCubin && data->cubinSize)
+        record_globals(data->moduleId, (const unsigned char *)data->pCubin, data->cubinSize);
     loaded_module = (int)data->moduleId;
 }
 
@@ -247,12 +282,13 @@ static void remember_module(CUmodule module, int id) {
     }
 }
 
-/* The module id of the launch's function, or -1. A module that loaded on this thread
- * since the launch's enter (lazily, for the launch or for cuKernelGetFunction here) is
- * the function's. Else -1 (cubinrun then looks the kernel up
- * by name in the process's modules). */
-static int module_of(CUfunction f) {
+/* The module id of the launch's function, or -1, and its CUmodule in `handle` (NULL
+ * when unknown). A module that loaded on this thread since the launch's enter (lazily,
+ * for the launch or for cuKernelGetFunction here) is the function's. Else -1
+ * (cubinrun then looks the kernel up by name in the process's modules). */
+static int module_of(CUfunction f, CUmodule *handle) {
     CUmodule module = NULL;
+    *handle = NULL;
     CUfunction function = f;
     if (api.FuncGetModule(&module, f) != CUDA_SUCCESS) {
         /* a CUkernel (the runtime's): its function in this context, which may load its module */
@@ -260,6 +296,7 @@ static int module_of(CUfunction f) {
             api.FuncGetModule(&module, function) != CUDA_SUCCESS)
             return loaded_module;
     }
+    *handle = module;
     if (loaded_module >= 0) remember_module(module, loaded_module);
     for (size_t i = 0; i < module_count; i++)
         if (modules[i].module == module) return modules[i].id;

@@ -1,5 +1,6 @@
-"""The CUPTI injection library (injection_base.c and injection.c, one
-translation unit), compiled on first use with the C compiler launchers are
+"""The CUPTI injection library (injection_base.c, injection.c,
+injection_globals.c, injection_libraries.c, injection_loaded.c,
+injection_graphs.c and injection_start.c, one translation unit), compiled on first use with the C compiler launchers are
 built with (launcher/compilers.py) and kept in the launcher cache, checked by
 digest as a launcher is; and the CUPTI library it loads into the program.
 
@@ -25,14 +26,16 @@ from ..launcher.tool_runs import run_tool
 from ..platform import WINDOWS
 
 ENTRY = "cubinrun_capture_injection"
+INJECTION_PARTS = ("injection_base.c", "injection.c", "injection_globals.c",
+                   "injection_libraries.c", "injection_loaded.c", "injection_graphs.c",
+                   "injection_start.c")
 INSTALL_HINT = "pip install 'cubinrun[capture]'"
 
 
 def injection_source() -> str:
-    """The library's one translation unit: injection_base.c, then injection.c."""
+    """The library's one translation unit, its parts in order."""
     package = resources.files("cubinrun.capture")
-    return "\n".join(package.joinpath(name).read_text()
-                     for name in ("injection_base.c", "injection.c"))
+    return "\n".join(package.joinpath(name).read_text() for name in INJECTION_PARTS)
 
 
 def header_dirs() -> list[str]:

@@ -25,6 +25,8 @@ class PointerUse:
     region: int
     at: int
     dtype: str = "u8"                # the pointee (Triton's type), for the buffer's dtype
+    shape: list | None = None        # a tensor descriptor's shape (else the region's elements)
+    descriptor: dict | None = None   # a tensor descriptor's own keys (padding): it wraps its buffer
 
 
 @dataclass
@@ -52,27 +54,43 @@ class Params:
             owner = owners.get(use.region)
             if owner is None:
                 raise NotExpressible(f"no pointer at the start of region {use.region}")
-            holder[key] = (buffer_for(use.region, use) if owner == use.name
-                           else {"into": owner, "at": use.at})
+            value = (buffer_for(use.region, use) if owner == use.name
+                     else {"into": owner, "at": use.at})
+            holder[key] = value if use.descriptor is None else {"buffer": value, **use.descriptor}
         return owners
 
 
 def triton_params(record: dict) -> Params:
-    """From the hook's record: arguments by the kernel's own names."""
+    """From the hook's record: arguments by the kernel's own names; a tuple is a
+    list of its elements (the constexprs left out, as the entry's parameters do)."""
     params = Params()
     for arg in record["args"]:
-        name, kind = arg["name"], arg["kind"]
-        if kind == "constexpr":
-            params.constants[name] = arg["value"]
-        elif kind == "scalar":
-            params.args[name] = arg["value"]
-        elif kind == "null":
-            params.args[name] = None
+        if arg["kind"] == "constexpr":
+            params.constants[arg["name"]] = arg["value"]
         else:
-            pointee = arg["type"].lstrip("*").lstrip("k")
-            params.pointer(PointerUse(name, int(arg["region"]), int(arg["at"]), pointee),
-                           params.args, name)
+            _triton_arg(params, arg, params.args, arg["name"])
     return params
+
+
+def _triton_arg(params: Params, arg: dict, holder, key) -> None:
+    kind = arg["kind"]
+    if kind == "scalar":
+        holder[key] = arg["value"]
+    elif kind == "null":
+        holder[key] = None
+    elif kind == "descriptor":           # tensordesc<fp16[64, 64]>: a buffer of its shape
+        dtype = arg["type"].partition("<")[2].partition("[")[0]
+        extra = {"padding": "nan"} if arg.get("padding") == "nan" else {}
+        params.pointer(PointerUse(arg["name"], int(arg["region"]), int(arg["at"]), dtype,
+                                  [int(d) for d in arg["shape"]], extra), holder, key)
+    elif kind == "tuple":
+        holder[key] = [None] * len(arg["items"])
+        for index, item in enumerate(arg["items"]):
+            _triton_arg(params, item, holder[key], index)
+    else:
+        pointee = arg["type"].lstrip("*").lstrip("k")
+        params.pointer(PointerUse(arg["name"], int(arg["region"]), int(arg["at"]), pointee),
+                       holder, key)
 
 
 def cuda_params(record: dict) -> Params:

@@ -8,7 +8,8 @@ why, an error that stopped capture) and one numbered folder per captured
 launch: `record.json` and the raw bytes of each memory region before the
 launch (`rK.before`), after it when it changed (`rK.after`) and after a second
 launch from the same inputs when that differed (`rK.again`). A CUPTI process
-folder also holds the modules it saw, `modules/mID.cubin`.
+folder also holds the modules it saw, `modules/mID.cubin`. docs/capture.md
+lists a CUPTI record's fields ("The raw records").
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ class Region:
     before: Path
     after: Path | None              # None: the launch left it as it was
     again: Path | None = None       # the second launch's, when it differed
+    global_name: str | None = None  # a module global (`__constant__`, `__device__`), by symbol
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,8 @@ def read_record(folder: Path) -> Record | None:
         if any(p is not None and (not p.is_file() or p.stat().st_size != int(region["size"]))
                for p in (after, again)):
             return None                 # a write cut short (a full disk)
-        regions.append(Region(int(region["size"]), before, after, again))
+        regions.append(Region(int(region["size"]), before, after, again,
+                              str(region["global"]) if region.get("global") else None))
     return Record(str(data.get("source", "?")), folder, data, tuple(regions))
 
 

@@ -39,7 +39,10 @@ class Summary:
             "deterministic": data.get("deterministic"),
             "checks": list(written.checks), "tolerance": list(written.tolerance),
             "not_checked": list(written.unchecked),
-            "bytes_saved": record.saved_bytes})
+            "bytes_saved": record.saved_bytes,
+            # how the launch came: through `extra`, as a graph's node, with module globals
+            "extra": bool(data.get("extra")), "graph": data.get("graph"),
+            "globals": [r.global_name for r in record.regions if r.global_name]})
 
     def skip(self, kernel: str, reason: str) -> None:
         self.skipped.append(Skipped(kernel, reason, 1))

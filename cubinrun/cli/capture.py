@@ -8,7 +8,21 @@ import sys
 import click
 
 
-@click.command()
+class _CaptureCommand(click.Command):
+    """An option capture does not know, once the program's name has come, is the
+    program's own (`capture -o DIR python3 -c ...`): the error says to put `--`
+    before the program, which click's own line (`No such option: -c`) leaves out."""
+
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            exc.message = (f"{exc.message.rstrip('.')}: put `--` before the program, whose "
+                           "options are its own: cubinrun capture -o DIR -- CMD [ARGS]")
+            raise
+
+
+@click.command(cls=_CaptureCommand)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED,
                 metavar="-- CMD [ARGS]...")
 @click.option("-o", "--output", "folder", required=True, metavar="DIR", type=click.Path(),
@@ -43,7 +57,8 @@ def capture(command, folder, force, kernel, limit, skip, max_bytes, triton, cupt
     from pathlib import Path
 
     from ..capture.selection import Selection, parse_bytes
-    from ..capture.session import CaptureOptions, capture as run_capture, describe, exit_line
+    from ..capture.session import (CaptureOptions, capture as run_capture, check_output_folder,
+                                   describe, exit_line)
     from ..gpu import driver
     from .common import Flags
     if command and command[0] == "--":
@@ -52,6 +67,7 @@ def capture(command, folder, force, kernel, limit, skip, max_bytes, triton, cupt
         raise click.UsageError("no program given: cubinrun capture -o DIR -- CMD [ARGS]")
     per_launch, total = parse_bytes(max_bytes)
     selection = Selection(kernel, limit, skip, per_launch, total)
+    check_output_folder(Path(folder), force)     # a usage error on any machine, GPU or not
     driver.init()                       # no GPU: one line now, not a program run for nothing
     options = CaptureOptions(tuple(command), Path(folder), selection, force, triton, cupti,
                              Flags.debug, verify)

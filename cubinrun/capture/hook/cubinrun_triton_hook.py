@@ -351,22 +351,70 @@ class LaunchPlan:
                 self.args.append({"name": arg_name, "kind": "constexpr",
                                   "value": _plain(value)})
                 continue
-            value = values[arg_name]
-            if not isinstance(ty, str):
-                raise Skip(f"parameter {arg_name} has type {ty!r} (tuples are not captured)")
-            if ty.startswith("*"):
-                self.args.append(self.pointer(arg_name, ty, value, by_storage))
-            elif ty in ("nvTmaDesc",) or ty.startswith("tensordesc"):
-                raise Skip(f"parameter {arg_name} is a {ty} (TMA descriptors are not captured)")
-            else:
-                if not isinstance(value, (bool, int, float)):
-                    raise Skip(f"scalar parameter {arg_name} got {type(value).__name__}")
-                self.args.append({"name": arg_name, "kind": "scalar", "type": ty,
-                                  "value": _plain(value)})
-        for arg in self.args:           # places relative to the region's start
-            if arg["kind"] == "pointer":
+            self.args.append(self.leaf(arg_name, ty, values[arg_name], by_storage))
+        for arg in _flat(self.args):    # places relative to the region's start
+            if arg["kind"] in ("pointer", "descriptor"):
                 region = self.regions[arg["region"]]
                 arg["at"] = arg.pop("address") - region.start
+
+    def leaf(self, arg_name, ty, value, by_storage):
+        """One argument (or a tuple's element) as the record holds it."""
+        if isinstance(ty, (tuple, list)):
+            return self.tuple_arg(arg_name, ty, value, by_storage)
+        if not isinstance(ty, str):
+            raise Skip(f"parameter {arg_name} has type {ty!r}")
+        if ty.startswith("*"):
+            return self.pointer(arg_name, ty, value, by_storage)
+        if ty.startswith("tensordesc"):
+            return self.descriptor(arg_name, ty, value, by_storage)
+        if ty == "nvTmaDesc":
+            raise Skip(f"parameter {arg_name} is an nvTmaDesc the program encoded (its bytes "
+                       "hold the program's address; not captured)")
+        if not isinstance(value, (bool, int, float)):
+            raise Skip(f"scalar parameter {arg_name} got {type(value).__name__}")
+        return {"name": arg_name, "kind": "scalar", "type": ty, "value": _plain(value)}
+
+    def tuple_arg(self, arg_name, types, value, by_storage):
+        """A tuple: its elements but the constexprs (compiled into the entry, and left
+        out of its parameters), named by their place among those kept: `t[0]`."""
+        if not isinstance(value, (tuple, list)) or len(value) != len(types):
+            raise Skip(f"tuple parameter {arg_name} got {type(value).__name__} for "
+                       f"{len(types)} types")
+        items = []
+        for ty, element in zip(types, value):
+            if ty != "constexpr":
+                items.append(self.leaf(f"{arg_name}[{len(items)}]", ty, element, by_storage))
+        return {"name": arg_name, "kind": "tuple", "items": items}
+
+    def descriptor(self, arg_name, ty, value, by_storage):
+        """A host tensor descriptor (Triton's TensorDescriptor: base, shape, strides,
+        padding) as a buffer of the descriptor's own shape over its base tensor's
+        extent; the replay encodes a descriptor for it (the entry's tensordesc_meta
+        gives block and swizzle). Only a contiguous one whose storage no other
+        argument reaches: the buffer is exactly what the descriptor covers."""
+        tensor = getattr(value, "base", None)
+        shape = [int(d) for d in getattr(value, "shape", ())]
+        strides = [int(d) for d in getattr(value, "strides", ())]
+        if tensor is None or not shape or len(strides) != len(shape):
+            raise Skip(f"descriptor {arg_name} is a {type(value).__name__}, not a tensor "
+                       "descriptor")
+        if strides != [_product(shape[i + 1:]) for i in range(len(shape))]:
+            raise Skip(f"descriptor {arg_name} has strides {strides}: only contiguous ones "
+                       "are captured")
+        storage = tensor.untyped_storage()
+        base, address = storage.data_ptr(), tensor.data_ptr()
+        end = address + _product(shape) * tensor.element_size()
+        if base in by_storage or end > base + storage.nbytes():
+            raise Skip(f"descriptor {arg_name}: its tensor's storage is shared with another "
+                       "argument, or smaller than the descriptor")
+        by_storage[base] = len(self.regions)
+        region = Region(storage, base, end, tensor.device)
+        region.start, region.users, region.exclusive = address, 1, True
+        self.regions.append(region)
+        self.device = self.device or tensor.device
+        return {"name": arg_name, "kind": "descriptor", "type": ty, "region": by_storage[base],
+                "address": address, "shape": shape,
+                "padding": str(getattr(value, "padding", "zero") or "zero")}
 
     def pointer(self, arg_name, ty, value, by_storage):
         if value is None or (isinstance(value, int) and value == 0):
@@ -379,6 +427,8 @@ class LaunchPlan:
         storage = storage_of()
         base, size, address = storage.data_ptr(), storage.nbytes(), value.data_ptr()
         self.device = self.device or value.device
+        if base in by_storage and self.regions[by_storage[base]].exclusive:
+            raise Skip(f"pointer {arg_name} reaches a tensor descriptor's storage")
         if base not in by_storage:
             by_storage[base] = len(self.regions)
             self.regions.append(Region(storage, base, base + size, value.device))
@@ -402,6 +452,7 @@ class Region:
     def __init__(self, storage, base, end, device):
         self.storage, self.base, self.end, self.device = storage, base, end, device
         self.start, self.users = base, 0
+        self.exclusive = False          # a tensor descriptor's: no pointer may share it
 
 
 class TorchMemory:
@@ -461,6 +512,22 @@ def find_entry(name, hash_):
             entry = os.path.join(folder, sub)
             return {f: os.path.join(entry, f) for f in os.listdir(entry)}
     return None
+
+
+def _product(values):
+    result = 1
+    for value in values:
+        result *= value
+    return result
+
+
+def _flat(args):
+    """Every argument, each tuple's elements in its place."""
+    for arg in args:
+        if arg["kind"] == "tuple":
+            yield from _flat(arg["items"])
+        else:
+            yield arg
 
 
 def _plain(value):
