@@ -68,7 +68,7 @@ def child_fake(spec: str, n: int, extra: list[str]) -> None:
     sys.path.insert(0, str(REPO / "tests"))
     from fakecuda import fake_driver_env
     from fakecuda.device import FakeDevice
-    from test_run_fake import VECTOR_ADD_PARAMS
+    from support.fakes import VECTOR_ADD_PARAMS
 
     from cubinrun.gpu import driver
     from cubinrun.cli import main

@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-from historydata import fill_store  # noqa: E402
+from support.historydata import fill_store  # noqa: E402
 
 
 def main():

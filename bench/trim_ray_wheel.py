@@ -6,7 +6,7 @@ Drops ray/jars (Java workers), the libraries built on Ray (rllib, tune,
 train, serve, data, llm, air) and the dashboard's web client; keeps Ray core
 (the raylet, GCS, the Python API, the dashboard and runtime-env agents that
 the raylet starts). Rewrites the RECORD so pip installs it as usual.
-`tests/test_ray.py` passes against a trimmed install (see bench/README.md).
+`tests/runs/test_ray_backend.py` passes against a trimmed install (see bench/README.md).
 
     python3 bench/trim_ray_wheel.py ray-2.60.0-cp312-cp312-manylinux2014_x86_64.whl OUTDIR
 """

@@ -1,5 +1,5 @@
 """The tune loop's own time, on the CPU: a replayed brute-force tune over a
-40-point landscape (tests/tunelandscape.py) whose evaluations each take 50 ms,
+40-point landscape (tests/support/tunelandscape.py) whose evaluations each take 50 ms,
 as a GPU run of a few-ms kernel would. What `seconds.search` holds beyond
 40 x 50 ms is the loop keeping the GPU waiting: Optuna's asks and tells through
 SQLite, the contest checks, the refreshes.
@@ -26,7 +26,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    import tunelandscape
+    from support import tunelandscape
     from cubinrun.cli import main as cli
     from cubinrun.tune import evaluate
 

@@ -7,7 +7,7 @@ seeds: the median and the 90th percentile.
     python bench/tune_strategies.py SPEC RESULTS.jsonl   # a measured one (launch --jsonl)
     python bench/tune_strategies.py --plot docs/tune_strategies.png
 
-The synthetic landscapes are tests/tunelandscape.py's: `reduction` is shaped
+The synthetic landscapes are tests/support/tunelandscape.py's: `reduction` is shaped
 like Kernel Tuner's reduction example over its own 792 points on the H200,
 where random search needs a median of 124 evaluations (p90 344) to come
 within 1%; `waves` is the same space made rugged by partial waves of blocks;
@@ -139,7 +139,7 @@ def main() -> None:
     if args.spec:
         landscapes = {Path(args.spec).stem: (args.spec, args.results)}
     else:
-        import tunelandscape
+        from support import tunelandscape
         folder = Path(tempfile.mkdtemp(prefix="tune-bench-"))
         landscapes = {name: tuple(map(str, tunelandscape.write(folder, name)))
                       for name in args.landscapes.split(",")}

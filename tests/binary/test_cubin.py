@@ -12,7 +12,6 @@ import re
 import struct
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -20,9 +19,10 @@ from cubinrun.binary.cubin import (demangle, extract_cubins, is_fatbin, load_cub
                             load_cubins, read_cubin, read_fatbin)
 from cubinrun.binary.names import kernel_of
 from cubinrun.errors import SpecError
+from support.repo import REPO
 
-CUBINS = Path(__file__).parent / "fixtures" / "cubins"
-TRITON = Path(__file__).parent / "fixtures" / "triton"
+CUBINS = REPO / "tests" / "fixtures" / "cubins"
+TRITON = REPO / "tests" / "fixtures" / "triton"
 
 
 @pytest.fixture(scope="module")
@@ -467,5 +467,5 @@ def test_import_is_light():
     code = ("import sys, cubinrun.binary.cubin, cubinrun.cli.inspect_view; "
             "print(sorted(m for m in ('elftools', 'rich') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=Path(__file__).parent.parent)
+                         check=True, cwd=REPO)
     assert out.stdout.strip() == "[]"

@@ -4,16 +4,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from cubinrun.binary import cubin_cache
 from cubinrun.binary.cubin import CubinInfo, read_cubin
 from cubinrun.errors import SpecError
+from support.repo import REPO
 
-CUBINS = Path(__file__).parent / "fixtures" / "cubins"
-REPO = Path(__file__).resolve().parent.parent
+CUBINS = REPO / "tests" / "fixtures" / "cubins"
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from cubinrun.binary.load import load_binary
 from cubinrun.cli import main
 from cubinrun.errors import BuildError, SpecError
 from cubinrun.specfile import load_spec
+from support.repo import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 CXX_CONFIGS = REPO / "configs" / "cxx"
 HAVE_NVCC = shutil.which("nvcc") is not None and shutil.which("gcc") is not None
 

@@ -10,7 +10,7 @@ import pytest
 
 from cubinrun.binary.declared_types import declared_in_source, spec_type
 
-from test_hardening import cli, error_line
+from support.cli import error_line, run as cli
 
 SOURCE = """\
 // transpose through shared memory; out and in are float

@@ -11,7 +11,7 @@ import pytest
 from cubinrun.binary import nvrtc as nv
 from cubinrun.cache.folders import cache_root
 from cubinrun.errors import BuildError, UsageError
-from conftest import skip_on_windows
+from support.platforms import skip_on_windows
 
 ADD_ONE = 'extern "C" __global__ void add_one(float* x) { x[threadIdx.x] += 1.0f; }\n'
 

@@ -10,8 +10,8 @@ import pytest
 
 from cubinrun.cli import main
 from cubinrun.specfile.yamlload import load_yaml_file
+from support.repo import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "configs" / "realkernels"
 THIRDPARTY = REPO / "kernels" / "thirdparty"
 HAVE_NVCC = shutil.which("nvcc") is not None and shutil.which("gcc") is not None

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.repo import REPO
 
 pytestmark = pytest.mark.gpu
 
-REPO = Path(__file__).resolve().parent.parent
 CXX = REPO / "configs" / "cxx"
 REAL = REPO / "configs" / "realkernels"
 FAST = ["--warmup", "2", "--rep", "10"]

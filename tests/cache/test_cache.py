@@ -12,8 +12,9 @@ import pytest
 from cubinrun.cache import folders as cache, entries as cache_entries
 from cubinrun.binary.cubin_cache import read_cubin_cached
 
-from test_cli import CUBINS, run
-from conftest import skip_on_windows, skip_under_wine
+from support.cli import run
+from support.repo import CUBINS
+from support.platforms import skip_on_windows, skip_under_wine
 
 KEY = "ab" * 32
 OTHER = "cd" * 32

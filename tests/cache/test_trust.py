@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cubinrun.cache import folders, trust
-from conftest import REPO
+from support.repo import REPO
 
 pytestmark = pytest.mark.skipif(
     sys.platform == "win32",

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import REPO, skip_on_windows
-from test_cli import run
+from support.platforms import skip_on_windows
+from support.repo import REPO
+from support.cli import run
 
 from cubinrun.capture import params as capture_params
 from cubinrun.capture.program import child_environment, run_program

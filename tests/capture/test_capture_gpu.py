@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.repo import REPO
 
 pytestmark = pytest.mark.gpu
 
-REPO = Path(__file__).resolve().parent.parent
 PROGRAMS = REPO / "tests" / "capture_programs"
 
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from conftest import REPO
-from test_cli import run
+from support.repo import REPO
+from support.cli import run
 
 from cubinrun.capture.selection import Selection
 from cubinrun.capture.session import write_folder

@@ -5,29 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from cubinrun.cli import main
 from cubinrun.launcher.build import find_cuda_include
-
-REPO = Path(__file__).resolve().parent.parent
-CONFIGS = REPO / "configs"
-CUBINS = REPO / "kernels" / "build"
-
-
-def run(capsys, *args) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as done:
-        main([*map(str, args)])
-    out, err = capsys.readouterr()
-    return done.value.code, out, err
-
-
-def one_error_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
+from support.cli import one_error_line, run
+from support.repo import CONFIGS, CUBINS, REPO
 
 
 def test_help_lists_the_commands(capsys):

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from support.repo import REPO
 
 from cubinrun.cli import main
 

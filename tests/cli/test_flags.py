@@ -9,8 +9,9 @@ import re
 
 import pytest
 
-from test_cli import CONFIGS, one_error_line, run
-from test_hardening import BASE, spec  # noqa: F401  (a fixture)
+from support.cli import one_error_line, run
+from support.repo import CONFIGS
+from support.specs import BASE, spec  # noqa: F401  (fixtures)
 
 VECTOR_ADD = CONFIGS / "vector_add.yaml"
 COLOUR = re.compile(r"\x1b\[(3|9)[0-7]m")       # a foreground colour, not bold

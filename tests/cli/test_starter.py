@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -14,9 +13,9 @@ from cubinrun.binary.cubin import ParamInfo, load_cubin
 from cubinrun.signature import parse_type
 from cubinrun.cli.starter import guess_type
 
-from test_cli import one_error_line as one_line, run
+from support.cli import one_error_line as one_line, run
+from support.repo import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 CUBINS = REPO / "kernels" / "build"
 TRITON = REPO / "kernels" / "triton"
 SAMPLE_KERNELS = [(cubin, kernel.name)

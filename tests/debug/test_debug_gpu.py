@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.repo import REPO
 
 pytestmark = pytest.mark.gpu
 
-REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
 BUGS = CONFIGS / "bugs"
 GOOD = sorted(p.name for p in CONFIGS.glob("*.yaml") if p.name != "fault.yaml")

@@ -8,7 +8,9 @@ import json
 import struct
 
 import pytest
-from test_run_fake import REPO, run_cli
+from support.cli import run as run_cli
+from support.fake_runs import play_kernel
+from support.repo import REPO
 
 from cubinrun.gpu.guards import GUARD_BYTES, PATTERN
 from cubinrun.debug.repeat import first_difference
@@ -24,20 +26,6 @@ def passing_spec(tmp_path):
     path.write_text(text.replace("expect: x + y", "expect: 0 * x")
                     .replace("../kernels", str(REPO / "kernels")))
     return path
-
-
-def play_kernel(device, fake_libcuda, write):
-    """After each launch, `write(out_pointer, launch_number)` plays the kernel, once:
-    at the first synchronise after it (the uploads' stream is synchronised too)."""
-    played = [0]
-
-    def synchronise(stream):
-        launches = fake_libcuda.launches()
-        if len(launches) > played[0]:
-            played[0] = len(launches)
-            out = int.from_bytes(launches[-1].params[2], "little")
-            write(out, len(launches))
-    device.cuStreamSynchronize = synchronise
 
 
 def launch_json(capsys, spec, *extra):

@@ -17,16 +17,16 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from test_debug_guards_repeat import play_kernel
-from test_run_fake import run_cli
-from test_runs import in_process, passing, workers  # noqa: F401 (fixtures)
+from support.fake_runs import in_process, play_kernel, workers  # noqa: F401  (fixtures)
+from support.cli import run as run_cli
+from support.specs import passing  # noqa: F401  (fixtures)
 
 from cubinrun.cli.sanitize import optional_tool
 from cubinrun.debug.sanitizer import ERROR_EXIT
 from cubinrun.results.rows import check_word, failed_checks
-from conftest import skip_on_windows
+from support.platforms import skip_on_windows
+from support.repo import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
 FIXTURES = REPO / "tests" / "fixtures" / "debug"
 N = 4096                                # the `passing` spec's N

@@ -7,16 +7,15 @@ import json
 import os
 import stat
 import sys
-from pathlib import Path
 
 import pytest
-from test_run_fake import run_cli
+from support.cli import run as run_cli
 
 from cubinrun.debug.profiler import ncu_command, parse_details, summarize
 from cubinrun.errors import UsageError
-from conftest import skip_on_windows
+from support.platforms import skip_on_windows
+from support.repo import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "debug"
 
 

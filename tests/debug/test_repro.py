@@ -8,22 +8,19 @@ import math
 import os
 import random
 import struct
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 from fakecuda import recorded_allocations, recorded_launches
-from test_launcher_fake_driver import bf16_bits, fp16_bits
-from test_run_fake import REPO, run_cli
+from support.cli import run as run_cli
+from support.halfbits import bf16_bits, fp16_bits
+from support.repo import REPO
+from support.repro import build, run_repro, write
 
-from cubinrun.debug.repro import write_repro
-from cubinrun.pipeline.prepare import plan_spec, prepare
-from cubinrun.launcher.build import find_compiler
 from cubinrun.plan.packing import round_to_16_bits
 from cubinrun.signature import leaf_size
 from cubinrun.specfile import load_spec, parse_overrides
-from cubinrun.specfile.device_values import for_arch
 
 # The reproducer is a POSIX C program: run.sh builds it with cc -ldl and it
 # opens the driver with dlopen. Windows reproducers are not written yet.
@@ -57,30 +54,6 @@ def test_16_bit_floats_in_the_reproducer_round_as_the_launcher_does():
     assert round_to_16_bits(-float("nan"), 7, 127) == 0xFFC0
     with pytest.raises(OverflowError):
         round_to_16_bits(65520.0, 10, 15)
-
-
-def write(spec_path, folder, *overrides, arch=None):
-    # device values (sm_count...) as an H200's, for the specs that name them
-    plan = plan_spec(spec_path, parse_overrides(list(overrides)), for_arch("sm_90"))
-    prepared = prepare(plan, arch=arch, build_launcher=False)
-    write_repro(prepared, folder)
-    return prepared
-
-
-def build(folder, *flags):
-    subprocess.run([*find_compiler().command, "-std=c11", "-O1", "-Wall", "-Wextra", "-Wpedantic",
-                    "-Werror", *flags, "-o", str(folder / "repro"), str(folder / "repro.c"),
-                    "-ldl", "-lm"], check=True, capture_output=True, text=True)
-
-
-def run_repro(folder, fake_path, sizes, **env):
-    environment = {**os.environ, "CUBINRUN_LIBCUDA": str(fake_path),
-                   "FAKECUDA_PARAM_SIZES": ",".join(map(str, sizes)),
-                   "FAKECUDA_RECORD": str(folder / "launches.bin"),
-                   "FAKECUDA_ALLOCATIONS": str(folder / "allocations.txt"),
-                   "REPRO_REPEATS": "2", **env}
-    return subprocess.run([str(folder / "repro")], cwd=folder, env=environment,
-                          capture_output=True, text=True, timeout=60)
 
 
 def param_sizes(prepared) -> list[int]:

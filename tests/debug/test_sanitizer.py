@@ -8,18 +8,17 @@ import json
 import os
 import stat
 import sys
-from pathlib import Path
 
 import pytest
-from test_run_fake import run_cli
+from support.cli import run as run_cli
 
 from cubinrun.debug import sanitizer, tools
 from cubinrun.debug.sanitizer import (ERROR_EXIT, find_sanitizer, group_findings, parse_text,
                                       parse_xml, sanitizer_command)
 from cubinrun.errors import CudaError
-from conftest import skip_on_windows
+from support.platforms import skip_on_windows
+from support.repo import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "debug"
 CASES = ["memcheck_oob_read", "racecheck_shared_race", "initcheck_uninit_read",
          "synccheck_sync_divergent", "memcheck_vector_add"]

@@ -9,7 +9,8 @@ import pytest
 from cubinrun.gpu import driver
 from cubinrun.errors import CudaError
 
-from test_run_fake import CONFIGS, run_cli
+from support.cli import run as run_cli
+from support.repo import CONFIGS
 
 
 def _no_library(*args):

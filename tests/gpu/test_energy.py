@@ -8,7 +8,6 @@ import io
 import json
 import math
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 from fakecuda.device import FakeDevice
@@ -17,8 +16,8 @@ from cubinrun.gpu import driver, energy, nvml
 from cubinrun.cli import main
 from cubinrun.errors import CudaError
 from cubinrun.results.compare import compare_pair
+from support.repo import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 VECTOR_ADD = REPO / "configs" / "vector_add.yaml"
 
 

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import skip_on_windows
+from support.platforms import skip_on_windows
 
 from cubinrun.binary.cubin import module_globals
 from cubinrun.cli import main
 from cubinrun.errors import SpecError
 from cubinrun.specfile import load_spec
+from support.repo import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 KERNEL = REPO / "kernels" / "conv1d_constant.cu"
 
 SPEC = f"""\
@@ -151,7 +151,7 @@ def test_globals_are_written_again_before_each_repeat(write, device, capsys):
 
 def test_the_reproducer_writes_and_checks_the_globals(write, fake_libcuda, tmp_path):
     skip_on_windows("the reproducer is a POSIX program (dlopen, run.sh)")
-    from test_debug_repro import build, run_repro, write as write_with_repro
+    from support.repro import build, run_repro, write as write_with_repro
     path = write(SPEC.replace("value: 7", "value: 0") + "check:\n"
                  "  d_filter: {expect: d_filter, exact: true}\n  d_calls: {expect: 0}\n")
     folder = tmp_path / "repro"

@@ -11,7 +11,6 @@ import re
 import math
 import statistics
 import sys
-from pathlib import Path
 
 import pytest
 from fakecuda.device import FakeDevice
@@ -23,8 +22,8 @@ from cubinrun.gpu.timers import TIMERS, noise
 from cubinrun.gpu.timers.graph import launches_per_graph
 from cubinrun.gpu.timers.throttle import drop_throttled
 from cubinrun.gpu.timing import MIN_SAMPLES, TimingOptions, batch_size
+from support.repo import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 VECTOR_ADD = REPO / "configs" / "vector_add.yaml"
 
 

@@ -7,13 +7,12 @@ import json
 import statistics
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from support.repo import REPO
 
 pytestmark = pytest.mark.gpu
 
-REPO = Path(__file__).resolve().parent.parent
 VECTOR_ADD = REPO / "configs" / "vector_add.yaml"
 FAST = ["--warmup", "2", "--rep", "20"]
 

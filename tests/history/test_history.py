@@ -1,7 +1,7 @@
 """`cubinrun history`: results kept per commit in SQLite (idempotent, all or
 nothing, 8 real processes at once), the check's exit code and its outputs,
-list and prune. The detection itself: test_history_changes.py; PostgreSQL:
-test_history_postgres.py; the report in a browser: test_history_report.py."""
+list and prune. The detection itself: test_changes.py; PostgreSQL:
+test_postgres.py; the report in a browser: test_report.py."""
 from __future__ import annotations
 
 import json
@@ -10,8 +10,8 @@ import sys
 
 import numpy as np
 import pytest
-from historydata import add_args, add_concurrently, result, sha, write_commits
-from test_cli import one_error_line, run
+from support.historydata import add_args, add_concurrently, result, sha, write_commits
+from support.cli import one_error_line, run
 
 pytest.importorskip("sqlalchemy", reason="cubinrun history needs the history extra")
 pytest.importorskip("alembic", reason="cubinrun history needs the history extra")

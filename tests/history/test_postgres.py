@@ -1,5 +1,5 @@
 """`cubinrun history` against a real PostgreSQL server this test run starts
-(tests/postgres_server.py): 8 processes adding at once into an empty
+(tests/support/postgres_server.py): 8 processes adding at once into an empty
 database (the schema made once, under the migration lock) lose nothing, and
 check reads it back. Skipped where the server or psycopg2 is missing."""
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from historydata import add_concurrently, sha, write_commits
-from postgres_server import postgres_url  # noqa: F401  (the fixture)
-from test_cli import run
+from support.historydata import add_concurrently, sha, write_commits
+from support.postgres_server import postgres_url  # noqa: F401  (the fixture)
+from support.cli import run
 
 pytest.importorskip("alembic", reason="cubinrun history needs the history extra")
 pytest.importorskip("ruptures", reason="cubinrun history needs the history extra")

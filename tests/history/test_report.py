@@ -11,8 +11,8 @@ import sys
 import time
 
 import pytest
-from historydata import fill_store, sha
-from test_cli import one_error_line, run
+from support.historydata import fill_store, sha
+from support.cli import one_error_line, run
 
 pytest.importorskip("alembic", reason="cubinrun history needs the history extra")
 pytest.importorskip("ruptures", reason="cubinrun history needs the history extra")

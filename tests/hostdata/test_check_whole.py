@@ -4,12 +4,11 @@ a launch), the memory bound and the reference cache of a sweep."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 import re
 
 import numpy as np
 import pytest
-from conftest import skip_on_windows
+from support.platforms import skip_on_windows
 
 from cubinrun.hostdata import refcache
 from cubinrun.hostdata.check import Checker, check_reference, run_check
@@ -18,6 +17,7 @@ from cubinrun.errors import SpecError
 from cubinrun.hostdata.values import input_values
 from cubinrun.hostdata.pyreference import forget_modules
 from cubinrun.specfile import load_spec
+from support.repo import REPO
 
 FP32, FP64 = ELEMENT_TYPES["fp32"], ELEMENT_TYPES["fp64"]
 
@@ -333,15 +333,15 @@ def test_a_sweep_in_a_worker_process_calls_a_reference_once(tmp_path, capsys, mo
     region and Python checks pass, and the reference is made once for 3 points."""
     import json
 
-    from test_run_fake import run_cli
-    from test_runs import FAST
+    from support.cli import run as run_cli
+    from support.fake_runs import FAST
 
     from cubinrun.runs import executor
     from fakecuda import build_fake_driver
     fake = build_fake_driver(tmp_path)
     monkeypatch.setenv("CUBINRUN_LIBCUDA", str(fake.path))
     monkeypatch.setattr(executor, "WORKER_SETUP", "fakecuda.worker:install")
-    cubin = Path(__file__).resolve().parent.parent / "kernels/build/vector_add.sm_90.cubin"
+    cubin = REPO / "kernels/build/vector_add.sm_90.cubin"
     (tmp_path / "refs.py").write_text(UNCHANGED)
     spec = tmp_path / "spec.yaml"
     spec.write_text(SWEPT % cubin)
@@ -359,9 +359,9 @@ def test_a_sweep_in_a_worker_process_calls_a_reference_once(tmp_path, capsys, mo
 
 def test_the_report_shows_a_region_key_as_written(tmp_path, capsys, device):
     """A region key such as `out[n:]` is text, not rich markup, in the table."""
-    from test_run_fake import run_cli
+    from support.cli import run as run_cli
 
-    cubin = Path(__file__).resolve().parent.parent / "kernels/build/vector_add.sm_90.cubin"
+    cubin = REPO / "kernels/build/vector_add.sm_90.cubin"
     spec = tmp_path / "spec.yaml"
     spec.write_text(SWEPT.replace("vars: {N: 4096, BLOCK: 1024}",
                                   "vars: {N: 4096, BLOCK: 1024, n0: 1}")

@@ -7,13 +7,12 @@ configs/matmul_tiled.yaml is checked against `A @ B`.
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from support.repo import REPO
 
 pytestmark = pytest.mark.gpu
 
-REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
 
 

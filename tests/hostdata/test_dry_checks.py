@@ -17,7 +17,7 @@ from cubinrun.specfile.expr import parse_expr
 from cubinrun.hostdata.values import check_init
 from cubinrun.specfile.model import BufferArg, Check, Init
 
-from test_cli import CONFIGS
+from support.repo import CONFIGS
 
 DTYPES = ["i1", "i8", "u8", "i16", "u32", "i64", "u64", "fp16", "fp32", "fp64", "bf16",
           "fp8e4nv", "fp8e4b15"]

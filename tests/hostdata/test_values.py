@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -17,8 +16,8 @@ from cubinrun.hostdata.values import (
     decode_fp8e4b15, default_seed, encode_fp8e4b15, load_for, make_host_array, save_array,
     to_float64)
 from cubinrun.specfile.model import BufferArg, Init
+from support.repo import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 
 ALL = list(ELEMENT_TYPES)
 INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]

@@ -19,9 +19,9 @@ from cubinrun.launcher import build, build_launcher, generate_source, load_launc
 from cubinrun.cache import launcher_entry as cache_entry
 from cubinrun.launcher import module_name_for, tool_runs
 from cubinrun.launcher.build import cache_key, find_compiler, find_cuda_include
-from conftest import skip_on_windows
+from support.platforms import skip_on_windows
+from support.repo import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 POINTEES = "i1 i8 i16 i32 i64 u1 u8 u16 u32 u64 fp16 bf16 fp32 fp64 fp8e4nv fp8e5 fp8e4b15".split()
 
 # Imports the launcher in a fresh process: in this one, a module once loaded

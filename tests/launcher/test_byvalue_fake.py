@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import struct
 
-from test_run_fake import CONFIGS, run_cli
+from support.cli import run as run_cli
+from support.repo import CONFIGS
 
 from cubinrun.gpu.guards import GUARD_BYTES
 

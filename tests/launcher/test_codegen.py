@@ -1,19 +1,19 @@
 """The generated launcher source: golden files, module names, rejected types.
 
 Regenerate the golden files after an intended change with
-CUBINRUN_UPDATE_GOLDEN=1 python -m pytest tests/test_launcher_codegen.py
+CUBINRUN_UPDATE_GOLDEN=1 python -m pytest tests/launcher/test_codegen.py
 """
 from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 import pytest
 
 from cubinrun.launcher import LAUNCHER_ABI, generate_source, module_name_for
+from support.repo import REPO
 
-GOLDEN = Path(__file__).with_name("golden")
+GOLDEN = REPO / "tests" / "golden"
 
 CASES = {
     "vector_add": (["*fp32", "*fp32", "*fp32", "i32"], 0),

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cubinrun.launcher import build_launcher, generate_source, module_name_for
-from conftest import skip_on_windows
+from support.platforms import skip_on_windows
 
 STABLE_ABI = {
     # functions

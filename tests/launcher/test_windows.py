@@ -19,9 +19,9 @@ from cubinrun.cache import folders as cache
 from cubinrun.launcher import build_launcher, generate_source, load_launcher, module_name_for
 from cubinrun.launcher.compilers import find_compiler, python_dll
 from fakecuda import fake_driver_env, recorded_launches, shared_fake_driver
+from support.repo import REPO
 
 pytestmark = pytest.mark.skipif(sys.platform != "win32", reason="Windows only (CI: .ci/wine)")
-REPO = Path(__file__).resolve().parent.parent
 
 LAUNCH = textwrap.dedent("""
     import sys

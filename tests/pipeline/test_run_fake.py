@@ -20,23 +20,13 @@ from cubinrun.gpu import capacity
 from cubinrun.hostdata import check, values as hostdata
 from cubinrun.gpu import driver, transfer
 from cubinrun.gpu.buffers import make_host_arrays
-from cubinrun.cli import main
 from cubinrun.errors import CudaError
 from cubinrun.plan.make import make_plan
 from cubinrun.specfile import load_spec, parse_overrides
+from support.cli import run as run_cli
+from support.repo import CONFIGS, REPO
 
-REPO = Path(__file__).resolve().parent.parent
-CONFIGS = REPO / "configs"
 SUCCESS = 0
-
-
-
-
-def run_cli(capsys, *args) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as done:
-        main([*map(str, args)])
-    out, err = capsys.readouterr()
-    return done.value.code, out, err
 
 
 def test_launch_json_report_and_failed_check_exit_1(device, fake_libcuda, capsys):

@@ -6,13 +6,12 @@ time; the JSON report is the contract scripts rely on.
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from support.repo import REPO
 
 pytestmark = pytest.mark.gpu
 
-REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
 NOT_PASSING_BY_DESIGN = {"fault.yaml"}
 FAST = ["--warmup", "2", "--rep", "10"]

@@ -11,8 +11,9 @@ from cubinrun.errors import SpecError
 from cubinrun.plan.make import make_plan
 from cubinrun.specfile import load_spec
 from cubinrun.plan.specialization import check_addresses, check_plan
+from support.repo import REPO
 
-FIXTURES = Path(__file__).parent / "fixtures" / "triton"
+FIXTURES = REPO / "tests" / "fixtures" / "triton"
 NAMED = ["3.5.1", "3.6.0", "3.7.1", "3.8.0", "3.9.0"]     # 3.4's TTIR names no parameter
 
 FOLD = """\
@@ -160,7 +161,7 @@ def test_the_plan_json_of_a_newer_release_carries_its_note(tmp_path):
     assert notes[0].startswith("Triton 4.0.1 is newer than the releases cubinrun knows")
 
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+CONFIGS = REPO / "configs"
 SAMPLES = ["triton_matmul.yaml", "triton_softmax.yaml", "triton_layer_norm.yaml"]
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from cubinrun.cli import main
+from support.repo import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 VECTOR_ADD = str(REPO / "configs" / "vector_add.yaml")
 SCALARS = str(REPO / "configs" / "scalars.yaml")
 

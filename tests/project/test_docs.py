@@ -11,8 +11,8 @@ from pathlib import Path
 
 import click
 import pytest
-from conftest import REPO
-from test_cli import run
+from support.repo import REPO
+from support.cli import run
 
 from cubinrun.cli import cli
 from cubinrun.specfile import sections
@@ -216,7 +216,8 @@ def test_the_json_documents_carry_the_keys_many_runs_md_lists(capsys, tmp_path):
 
 
 def test_a_launchs_json_carries_the_keys_many_runs_md_lists(device, fake_libcuda, capsys):
-    from test_run_fake import CONFIGS, run_cli
+    from support.cli import run as run_cli
+    from support.repo import CONFIGS
     fake_libcuda.set_param_sizes([8, 8, 8, 4])
     code, out, err = run_cli(capsys, "launch", "--json", CONFIGS / "vector_add.yaml",
                              "--rep", "1", "--warmup", "1")

@@ -29,6 +29,7 @@ import json
 import os
 import random
 import re
+from support.repo import REPO
 try:
     import resource
 except ImportError:             # Windows: peak memory is not checked there
@@ -47,7 +48,6 @@ from hypothesis import strategies as st  # noqa: E402
 
 from cubinrun.cli import main  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
 LONG = os.environ.get("CUBINRUN_FUZZ") == "long"
 TARGETS = 12
 BUDGET = float(os.environ.get("CUBINRUN_FUZZ_SECONDS", "120")) / TARGETS
@@ -675,7 +675,7 @@ def test_fuzz_tune_flags(tmp_path):
     """tune's flags with hostile values, on a replayed landscape: exit 0 or 2,
     one line, never a traceback or a hang."""
     pytest.importorskip("optuna", reason="cubinrun tune needs the tune extra (Optuna)")
-    import tunelandscape
+    from support import tunelandscape
     spec, results = tunelandscape.write(tmp_path, "smooth")
     values = st.one_of(st.integers(-2 ** 70, 2 ** 70).map(str),
                        st.sampled_from(["0", "-1", "1e400", "nan", "inf", "-inf", "1e-300",

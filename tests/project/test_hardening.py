@@ -13,52 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cubinrun.cli import main
-from conftest import skip_on_windows
+from support.cli import error_line, run as cli
+from support.platforms import skip_on_windows
+from support.repo import REPO
+from support.specs import BASE, CUBIN, spec  # noqa: F401  (a fixture)
 
-REPO = Path(__file__).resolve().parent.parent
-CUBIN = REPO / "kernels" / "build" / "vector_add.sm_90.cubin"
 TRITON_ADD = REPO / "kernels" / "triton" / "add_kernel"
-BASE = f"""kernel:
-  cubin: {CUBIN}
-  name: add_kernel
-signature:
-  x: "*fp32"
-  y: "*fp32"
-  out: "*fp32"
-  n: i32
-vars:
-  N: 1024
-args:
-  x: {{shape: [N], init: random}}
-  y: {{shape: [N], init: random}}
-  out: {{shape: [N]}}
-  n: N
-grid: [4]
-"""
-
-
-def cli(capsys, *args) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as done:
-        main([*map(str, args)])
-    out, err = capsys.readouterr()
-    return done.value.code, out, err
-
-
-def error_line(capsys, *args, code: int = 2) -> str:
-    got, _, err = cli(capsys, *args)
-    lines = err.strip().splitlines()
-    assert got == code and len(lines) == 1 and "Traceback" not in err, (got, err)
-    return lines[0]
-
-
-@pytest.fixture
-def spec(tmp_path):
-    def write(text: str, name: str = "s.yaml") -> Path:
-        path = tmp_path / name
-        path.write_text(text)
-        return path
-    return write
 
 
 def billion_laughs(levels: int = 9) -> str:

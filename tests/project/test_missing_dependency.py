@@ -3,7 +3,6 @@ install, and no run's status says "CUDA error" unless a CUDA call failed."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -13,8 +12,8 @@ from cubinrun.missing import missing_dependency
 from cubinrun.results.writers import summarize
 from cubinrun.runs.expand import RunTask
 from cubinrun.runs.outcome import RunRecord
+from support.repo import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 CUBIN = REPO / "kernels" / "build" / "vector_add.sm_90.cubin"
 
 

@@ -8,7 +8,9 @@ from cubinrun.errors import CudaError
 from cubinrun.runs.outcome import NO_GPU_HINT, RunRecord, no_gpu
 from cubinrun.signature.parse import suggestion
 
-from test_hardening import BASE, CUBIN, REPO, cli, error_line, spec  # noqa: F401 (a fixture)
+from support.cli import error_line, run as cli
+from support.repo import REPO
+from support.specs import BASE, CUBIN, spec  # noqa: F401  (fixtures)
 
 SOURCE = REPO / "kernels" / "vector_add.cu"
 
@@ -98,7 +100,7 @@ def test_repro_takes_kernel_arch_without_a_gpu(capsys, spec, tmp_path):
 
 
 def test_init_on_cuda_source_without_a_gpu_asks_for_the_target(capsys):
-    # init compiles a .cu with NVRTC (test_cxx_kernels.py); with no GPU it needs --arch
+    # init compiles a .cu with NVRTC (tests/binary/test_cxx_kernels.py); with no GPU it needs --arch
     line = error_line(capsys, "init", SOURCE)
     assert line.endswith("pass --arch, e.g. --arch sm_90")
 

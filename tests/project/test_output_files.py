@@ -11,10 +11,10 @@ import pytest
 
 from cubinrun.files import OutputFile, write_output
 from cubinrun.errors import UsageError
-from conftest import skip_on_windows
-from test_cli import CUBINS, run
+from support.platforms import skip_on_windows
+from support.cli import run
+from support.repo import CUBINS, REPO
 
-REPO = Path(__file__).resolve().parent.parent
 CUBIN = CUBINS / "vector_add.sm_90.cubin"
 SOURCE = REPO / "kernels" / "vector_add.cu"
 VECTOR_ADD = REPO / "configs" / "vector_add.yaml"

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import INSTALLED, REPO
+from support.repo import INSTALLED, REPO
 
 import cubinrun
 from cubinrun.specfile.schema import SCHEMA_FILE

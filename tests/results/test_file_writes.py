@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import skip_on_windows
+from support.platforms import skip_on_windows
+from support.repo import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 VECTOR_ADD = REPO / "configs" / "vector_add.yaml"
 POINTS = 1000
 

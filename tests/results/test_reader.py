@@ -10,14 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import skip_on_windows
+from support.platforms import skip_on_windows
 
 from cubinrun.cli import main
 from cubinrun.errors import UsageError
 from cubinrun.limits import MAX_RESULT_RECORDS
 from cubinrun.results.reader import read_results
+from support.repo import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 VECTOR_ADD = str(REPO / "configs" / "vector_add.yaml")
 BIG = "9" * 400
 

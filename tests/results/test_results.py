@@ -13,7 +13,7 @@ from cubinrun.cli import main
 from cubinrun.errors import EXIT_REGRESSION, EXIT_USAGE, UsageError
 from cubinrun.results.compare import compare_pair, compare_results, decide, parse_threshold
 from cubinrun.results.reader import read_results
-from conftest import needs_scipy
+from support.platforms import needs_scipy
 
 
 def run(capsys, *args):

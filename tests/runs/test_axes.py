@@ -10,8 +10,8 @@ from cubinrun.cli import main
 from cubinrun.errors import UsageError
 from cubinrun.runs.axes import AxisError, cli_axis, points, spec_axis
 from cubinrun.runs.expand import expand
+from support.repo import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
 
 

@@ -7,8 +7,9 @@ import json
 import statistics
 
 import pytest
-from test_run_fake import run_cli
-from test_runs import FAST, passing, spec_copy, workers  # noqa: F401 (fixtures)
+from support.cli import run as run_cli
+from support.fake_runs import FAST, workers  # noqa: F401  (fixtures)
+from support.specs import passing, spec_copy  # noqa: F401  (fixtures)
 
 from cubinrun.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE
 from cubinrun.runs.outcome import RunRecord

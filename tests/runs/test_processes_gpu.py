@@ -1,18 +1,17 @@
 """`launch --processes N` on a real GPU (`gpu` marker: skipped cleanly
-without one). The CPU tests (test_processes.py, test_process_noise.py) cover
+without one). The CPU tests (test_processes.py, tests/results/test_process_noise.py) cover
 the pooling and the verdicts on the fake driver and synthetic results."""
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from support.repo import REPO
 
 pytestmark = pytest.mark.gpu
 
-REPO = Path(__file__).resolve().parent.parent
 VECTOR_ADD = REPO / "configs" / "vector_add.yaml"
 
 

@@ -17,10 +17,10 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import PACKAGE_PARENT
-from test_run_fake import run_cli
-from test_runs import CONFIGS, FAST, REPO, passing, spec_copy, workers  # noqa: F401
-from test_scale import comparable, fake_uuid
+from support.repo import CONFIGS, PACKAGE_PARENT, REPO
+from support.cli import run as run_cli
+from support.fake_runs import FAST, comparable, fake_uuid, workers  # noqa: F401  (fixtures)
+from support.specs import passing, spec_copy  # noqa: F401  (fixtures)
 
 from cubinrun.errors import EXIT_CHECK_FAILED, EXIT_CUDA, EXIT_OK, EXIT_USAGE
 

@@ -3,7 +3,7 @@ parsers, exit-code precedence, --fail-fast, the baseline gate, and fault
 isolation in worker processes (a sticky CUDA error, a worker killed mid-run).
 
 Most tests run the runs in this process (ProcessExecutor swapped for the
-InlineExecutor, with the fake device patched in as in test_run_fake.py); the
+InlineExecutor, with the fake device patched in as in tests/pipeline/test_run_fake.py); the
 worker tests spawn real worker processes that install the fake themselves
 (tests/fakecuda/worker.py through runs.executor.WORKER_SETUP)."""
 from __future__ import annotations
@@ -15,7 +15,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from test_run_fake import FakeDevice, run_cli
+from fakecuda.device import FakeDevice
+from support.cli import run as run_cli
 
 from cubinrun.errors import EXIT_BUILD, EXIT_CHECK_FAILED, EXIT_CUDA, EXIT_OK, \
     EXIT_REGRESSION, EXIT_USAGE
@@ -23,35 +24,10 @@ from cubinrun.pipeline.result import RunOptions
 from cubinrun.runs import executor
 from cubinrun.runs.expand import expand
 from cubinrun.runs.outcome import most_severe
-from conftest import needs_scipy, skip_on_windows
-
-REPO = Path(__file__).resolve().parent.parent
-CONFIGS = REPO / "configs"
-FAST = ("--warmup", "1", "--rep", "1")
-
-
-@pytest.fixture
-def in_process(monkeypatch):
-    """Several runs, still in this process, so the patched fake driver answers."""
-    monkeypatch.setattr(executor, "ProcessExecutor",
-                        lambda options, *a, **k: executor.InlineExecutor(options))
-
-
-def spec_copy(tmp_path: Path, name: str, edits: dict[str, str] = {}, source="vector_add.yaml"):
-    text = (CONFIGS / source).read_text().replace("../kernels", str(REPO / "kernels"))
-    for old, new in edits.items():
-        assert old in text
-        text = text.replace(old, new)
-    path = tmp_path / name
-    path.write_text(text)
-    return path
-
-
-@pytest.fixture
-def passing(tmp_path) -> Path:
-    """The vector add with a check the fake's untouched output meets (exit 0)."""
-    return spec_copy(tmp_path, "passing.yaml", {"expect: x + y": "expect: 0 * x",
-                                                 "N: 1048576": "N: 4096"})
+from support.platforms import needs_scipy, skip_on_windows
+from support.fake_runs import FAST, in_process, workers  # noqa: F401  (fixtures)
+from support.repo import CONFIGS, REPO
+from support.specs import passing, spec_copy  # noqa: F401  (fixtures)
 
 
 def test_exit_codes_take_the_most_severe_with_regression_below_a_failed_check():
@@ -209,13 +185,6 @@ def test_inline_runs_recover_from_a_sticky_error(device, fake_libcuda, passing):
     assert [r.exit_code for r in records] == [0, EXIT_CUDA, 0]
     assert "CUDA_ERROR_ILLEGAL_ADDRESS" in records[1].error and records[1].broken
     assert "cuDevicePrimaryCtxReset" in device.calls
-
-
-@pytest.fixture
-def workers(monkeypatch, fake_libcuda):
-    """Worker processes on the fake driver: they install it themselves."""
-    monkeypatch.setattr(executor, "WORKER_SETUP", "fakecuda.worker:install")
-    return monkeypatch
 
 
 @pytest.mark.parametrize("fault, message", [

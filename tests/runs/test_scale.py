@@ -1,7 +1,7 @@
 """Scale-out on the fake driver: `--devices` (one spawned worker per GPU, each
 with its own CUDA_VISIBLE_DEVICES), the files a run carries to a worker that
 shares no file system (runs/bundle.py, used by the Ray backend), and the
-command line around them. The Ray backend itself is in test_ray.py.
+command line around them. The Ray backend itself is in test_ray_backend.py.
 
 The fake has several devices when $FAKECUDA_DEVICES is set, and honours
 CUDA_VISIBLE_DEVICES then (tests/fakecuda/device.py): a worker that was not
@@ -16,8 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_run_fake import run_cli
-from test_runs import CONFIGS, FAST, REPO, passing, spec_copy, workers  # noqa: F401
+from support.cli import run as run_cli
+from support.fake_runs import FAST, comparable, fake_uuid, workers  # noqa: F401  (fixtures)
+from support.repo import CONFIGS, REPO
+from support.specs import passing, spec_copy  # noqa: F401  (fixtures)
 
 from cubinrun.errors import EXIT_CHECK_FAILED, EXIT_CUDA, EXIT_USAGE, UsageError
 from cubinrun.pipeline.result import RunOptions
@@ -25,18 +27,7 @@ from cubinrun.runs.bundle import Mirror, digest, needed_files, run_mirrored
 from cubinrun.runs.devices import parse_devices, placements, spread
 from cubinrun.runs.expand import expand
 from cubinrun.runs.worker import Runner
-from conftest import skip_on_windows
-
-PER_RUN = ("timing", "throughput", "wall_s", "stages_s", "device")   # may differ by worker
-
-
-def comparable(result: dict) -> dict:
-    """A result without what depends on the worker that ran it."""
-    return {k: v for k, v in result.items() if k not in PER_RUN}
-
-
-def fake_uuid(index: int) -> str:
-    return f"GPU-face0000-0000-0000-0000-0000000000{index:02x}"
+from support.platforms import skip_on_windows
 
 
 def test_devices_lists_parse_and_spread_over_cards():

@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from support.repo import REPO
 
 pytestmark = pytest.mark.gpu
 
-REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
 SWEEP = (CONFIGS / "vector_add.yaml", "--axis", "N[pow2]=[10:23]", "--warmup", "2",
          "--rep", "10")                                      # 14 points

@@ -6,13 +6,14 @@ reporting a kernel's thread limit (a launch)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from test_run_fake import run_cli
-from test_runs import FAST, in_process, spec_copy  # noqa: F401 (fixtures)
+from support.cli import run as run_cli
+from support.fake_runs import FAST, in_process  # noqa: F401  (fixtures)
+from support.specs import spec_copy
 
 from cubinrun.errors import EXIT_BUILD, EXIT_OK
+from support.repo import REPO
 
 KERNEL = """\
 extern "C" __global__ void stage(float *x, int n) {
@@ -88,7 +89,7 @@ def test_a_block_above_the_loaded_kernels_limit_is_invalid(device, in_process, t
 
 def test_the_tiled_copy_sample_dry_runs_with_skipped_and_invalid_points(capsys):
     # a slice of configs/sweeps/tiled_copy.yaml (each point is an NVRTC compile)
-    sample = Path(__file__).resolve().parent.parent / "configs" / "sweeps" / "tiled_copy.yaml"
+    sample = REPO / "configs" / "sweeps" / "tiled_copy.yaml"
     got, out, err = run_cli(capsys, "launch", "--dry-run", "--json", sample, "--axis",
                             "TILE=[64,128]", "--axis", "ROWS=[8,16]", "--set", "T='fp32'")
     results = json.loads(out)["results"]

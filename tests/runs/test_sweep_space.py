@@ -12,8 +12,8 @@ from cubinrun.errors import SpecError, UsageError
 from cubinrun.runs.expand import expand
 from cubinrun.runs.outcome import RunRecord
 from cubinrun.runs.space import sweep_space
+from support.repo import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 CUBIN = REPO / "kernels/build/vector_add.sm_90.cubin"
 
 SPEC = """\

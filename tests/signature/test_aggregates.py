@@ -20,7 +20,7 @@ from cubinrun.plan.packing import pack_struct, round_to_16_bits, scalar_bytes
 from cubinrun.signature import PointerType, ScalarType, expand, leaf_size, parse_type
 from cubinrun.plan.slots import Member
 
-from conftest import REPO
+from support.repo import REPO
 
 STRUCTS_CUBIN = REPO / "kernels" / "build" / "structs.sm_90.cubin"
 

@@ -8,6 +8,7 @@ from cubinrun.errors import SpecError, UsageError
 from cubinrun.specfile import load_spec
 from cubinrun.specfile.device_values import (
     KNOWN_GPUS, DeviceValues, for_arch, from_props_file, unavailable)
+from support.repo import REPO
 
 PERSISTENT = """\
 kernel: {cubin: k.cubin}
@@ -116,9 +117,8 @@ def test_unavailable_names_the_reason():
 
 
 def test_dry_run_takes_device_values_from_arch_or_props(capsys, tmp_path):
-    from pathlib import Path
     from cubinrun.cli import main
-    repo = Path(__file__).resolve().parent.parent
+    repo = REPO
     text = (repo / "configs/vector_add.yaml").read_text()
     text = text.replace("../kernels/", f"{repo}/kernels/")
     spec = tmp_path / "persistent.yaml"

@@ -1,7 +1,6 @@
 """Spec loading: the docs/spec.md example, every section's forms, and the errors a
 user can cause, each naming the field and the line."""
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,6 +8,7 @@ import pytest
 from cubinrun.errors import SpecError
 from cubinrun.specfile import (
     BufferRef, ConstArg, DescArg, ScalarArg, TupleArg, load_spec, parse_overrides)
+from support.repo import REPO
 
 EXAMPLE = """\
 kernel:
@@ -338,7 +338,7 @@ def test_scratch_defaults(write_spec):
     assert spec.launch.scratch_params == 2 and spec.launch.global_scratch.size == 256
 
 
-TRITON = Path(__file__).parent / "fixtures" / "triton"
+TRITON = REPO / "tests" / "fixtures" / "triton"
 
 
 def test_triton_entry_brings_signature_and_launch_metadata(tmp_path):

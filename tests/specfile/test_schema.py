@@ -7,8 +7,8 @@ import importlib.resources
 import json
 
 import pytest
-from conftest import REPO
-from test_cli import run
+from support.repo import REPO
+from support.cli import run
 
 from cubinrun.specfile import sections
 from cubinrun.specfile.loader import TOP_LEVEL_KEYS

@@ -13,8 +13,9 @@ import pytest
 from cubinrun.errors import SpecError
 from cubinrun.signature import expand, leaf_size
 from cubinrun.specfile.triton_entry import read_triton_entry, signature_from_ttir
+from support.repo import REPO
 
-FIXTURES = Path(__file__).parent / "fixtures" / "triton"
+FIXTURES = REPO / "tests" / "fixtures" / "triton"
 VERSIONS = ["3.4.0", "3.5.1", "3.6.0", "3.7.1", "3.8.0", "3.9.0"]
 
 # The same metadata in every version.

@@ -11,7 +11,8 @@ import pytest
 from cubinrun.errors import SpecError
 from cubinrun.specfile.yamlload import load_yaml_text
 
-from test_hardening import BASE, cli, error_line, spec  # noqa: F401  (a fixture)
+from support.cli import error_line
+from support.specs import BASE, spec  # noqa: F401  (fixtures)
 
 
 @pytest.mark.parametrize("text, value", [

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from conftest import PACKAGE_PARENT
+from support.repo import PACKAGE_PARENT
 
 DEVICE = {"name": "NVIDIA H200", "ordinal": 0}
 

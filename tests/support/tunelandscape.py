@@ -35,7 +35,7 @@ import math
 from pathlib import Path
 
 SPEC_HEAD = """\
-# A landscape for replayed tunes (tests/tunelandscape.py); the kernel is never run.
+# A landscape for replayed tunes (tests/support/tunelandscape.py); the kernel is never run.
 kernel:
   cubin: k.cubin
   name: {name}

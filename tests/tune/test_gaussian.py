@@ -1,6 +1,6 @@
 """The `bo` strategy's Gaussian process and its choices (cubinrun/tune/gaussian.py),
 on the CPU: the model, expected improvement, and the strategy replayed on
-the smooth landscape (tests/tunelandscape.py)."""
+the smooth landscape (tests/support/tunelandscape.py)."""
 from __future__ import annotations
 
 import math
@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-import tunelandscape
-from test_tune import best_value, tune_json
+from support import tunelandscape
+from support.tuning import best_value, tune_json
 
 pytest.importorskip("optuna", reason="cubinrun tune needs the tune extra (Optuna)")
 
@@ -108,7 +108,7 @@ def test_it_never_proposes_a_known_or_invalid_point_and_ends_when_all_are_known(
 
 def test_a_seed_makes_it_reproducible(smooth):
     import sys
-    from test_tune import REPO
+    from support.repo import REPO
     sys.path.insert(0, str(REPO / "bench"))
     try:
         import tune_strategies

@@ -1,5 +1,5 @@
 """`cubinrun tune --storage postgresql://...` against a real PostgreSQL server
-that this test run starts (tests/postgres_server.py): two tune processes share one
+that this test run starts (tests/support/postgres_server.py): two tune processes share one
 study, and a third finds everything measured. Skipped where the server's
 binaries or psycopg2 are missing (.ci/run installs both)."""
 from __future__ import annotations
@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-import tunelandscape
-from postgres_server import postgres_url  # noqa: F401  (the fixture)
-from test_tune import run_concurrently
+from support import tunelandscape
+from support.postgres_server import postgres_url  # noqa: F401  (the fixture)
+from support.tuning import run_concurrently
 
 pytest.importorskip("optuna", reason="cubinrun tune needs the tune extra (Optuna)")
 pytest.importorskip("psycopg2", reason="the PostgreSQL driver (psycopg2-binary, test extra)")

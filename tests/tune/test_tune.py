@@ -1,39 +1,28 @@
 """`cubinrun tune` on the CPU: strategies replayed on made-up landscapes
-(tests/tunelandscape.py), storage and resume (SQLite here, PostgreSQL in
-test_tune_postgres.py), failing configurations, the pinned spec, the plot,
+(tests/support/tunelandscape.py), storage and resume (SQLite here, PostgreSQL in
+test_postgres.py), failing configurations, the pinned spec, the plot,
 the dry run, and a tune on the fake driver where configurations fault or fail
 their check and the tune goes on."""
 from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-import tunelandscape
-from conftest import PACKAGE_PARENT
-from test_run_fake import run_cli
+from support import tunelandscape
+from support.cli import run as run_cli
+from support.repo import REPO
+from support.tuning import best_value, run_concurrently, tune_json
 
 pytest.importorskip("optuna", reason="cubinrun tune needs the tune extra (Optuna)")
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
 def smooth(tmp_path):
     return tunelandscape.write(tmp_path, "smooth")
-
-
-def tune_json(capsys, *args) -> tuple[int, dict, str]:
-    code, out, err = run_cli(capsys, "tune", "--json", *args)
-    return code, (json.loads(out) if out.strip() else {}), err
-
-
-def best_value(kind: str) -> float:
-    return min(tunelandscape.values(kind))
 
 
 def test_brute_force_replay_measures_every_point_and_finds_the_best(smooth, capsys):
@@ -345,20 +334,6 @@ def test_two_processes_share_one_sqlite_study(smooth):
     assert third["measured"] == 0
 
 
-def run_concurrently(args: list[str], n: int) -> list[dict]:
-    import os
-    env = {**os.environ, "PYTHONPATH": str(PACKAGE_PARENT)}
-    processes = [subprocess.Popen([sys.executable, "-m", "cubinrun", "tune", "--json", *args],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                  text=True) for _ in range(n)]
-    docs = []
-    for process in processes:
-        out, err = process.communicate(timeout=300)
-        assert process.returncode == 0, err
-        docs.append(json.loads(out))
-    return docs
-
-
 @pytest.mark.parametrize("strategy", ["brute", "tpe"])
 def test_only_points_the_constraints_leave_are_evaluated(smooth, capsys, strategy):
     spec, results = smooth
@@ -399,7 +374,7 @@ def fake_sweep(tmp_path, fake_libcuda, monkeypatch):
     """A sweep on the fake driver whose KID=2 binary faults (a sticky error that
     replaces the worker) and whose BLOCK=512 points fail their check."""
     from cubinrun.runs import executor
-    from conftest import VECTOR_ADD_PARAMS
+    from support.fakes import VECTOR_ADD_PARAMS
     cubin = (REPO / "kernels" / "build" / "vector_add.sm_90.cubin").read_bytes()
     (tmp_path / "k1.cubin").write_bytes(cubin)
     (tmp_path / "k2.cubin").write_bytes(cubin + b"FAULTS-HERE")

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import PACKAGE_PARENT
+from support.repo import PACKAGE_PARENT
 
 pytest.importorskip("optuna", reason="cubinrun tune needs the tune extra (Optuna)")
 
