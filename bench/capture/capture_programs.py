@@ -8,7 +8,7 @@ the program's stdout was the same, and the wall-clock overhead of capture
 (capture's wall time over the plain run's). Needs torch with CUDA and nvcc
 for the CUDA program (skipped without them).
 
-    python bench/capture_programs.py [--keep DIR] [--json]
+    python bench/capture/capture_programs.py [--keep DIR] [--json]
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PROGRAMS = REPO / "tests" / "capture_programs"
 
 

@@ -8,7 +8,7 @@ matmul, each compiled by NVRTC) run three ways in one process each:
 - checked, cache off (CUBINRUN_REFERENCE_CACHE=0): the reference made again at
   every point, as it would be without the cache.
 
-    python3 bench/check_sweep.py OUTDIR [--rounds 2] [--fake] [--set M=1024 ...]
+    python3 bench/data/check_sweep.py OUTDIR [--rounds 2] [--fake] [--set M=1024 ...]
         [--spec configs/realkernels/kt_matmul.yaml] [--spec-budget]
 
 `--spec` sweeps another spec the same way (its `check:` section is left out
@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "configs" / "sweeps" / "matmul_tiled.yaml"
 FAST = ["--warmup", "5", "--rep", "20"]
 FAKE_CLI = ("import sys; import fakecuda.worker as w; w.install(); "

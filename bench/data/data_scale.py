@@ -8,8 +8,8 @@ warm-up run at the smallest size fills the caches first.
 
 Run from the repo root on the GPU machine:
 
-    PYTHONPATH=. python3 bench/data_scale.py                  # 2^20, 2^24, 2^28, 2^30
-    PYTHONPATH=. python3 bench/data_scale.py --sizes 24,28 --repeat 3   # what --repeat costs
+    PYTHONPATH=. python3 bench/data/data_scale.py                  # 2^20, 2^24, 2^28, 2^30
+    PYTHONPATH=. python3 bench/data/data_scale.py --sizes 24,28 --repeat 3   # what --repeat costs
 
 `--fake` runs the same path on a CPU with the test suite's fake driver (device
 memory is host memory, so the RSS includes the device's copy of the buffers;
@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SPEC = "configs/vector_add.yaml"
 STAGES = ("init", "upload", "launch", "download", "check")
 GOALS = {30: (10.0, 1.25), 28: (3.0, None)}      # log2 N: (wall s, peak RSS / data)
@@ -113,7 +113,7 @@ def main() -> None:
         row = run_one(args.spec, 1 << k, args.fake, extra)
         row["log2_n"], row["data_bytes"] = k, data_bytes(args.spec, 1 << k)
         rows.append(row)
-    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else REPO / "bench" / "results"
+    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).with_name("results")
     out.mkdir(parents=True, exist_ok=True)
     name = ("data_scale_fake" if args.fake else "data_scale") + \
         (f"_repeat{args.repeat}" if args.repeat > 1 else "") + ".json"

@@ -10,8 +10,8 @@
    rounds; the table gives the median of each side's medians and the ratio
    (goal: within 1%). Guards add 2 x 256 bytes per buffer (1.5 KiB here).
 
-Run from the repo root: `python3 bench/debug_tools.py [--runs 3] [--rounds 8]`.
-Results go to $OUT/debug_tools.{txt,json} (or bench/results/).
+Run from the repo root: `python3 bench/debug/debug_tools.py [--runs 3] [--rounds 8]`.
+Results go to $OUT/debug_tools.{txt,json} (or bench/debug/results/).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SPEC = "configs/vector_add.yaml"
 BIG = ["--set", "N=16777216"]
 
@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=8)
     args = parser.parse_args()
-    out = Path(os.environ.get("OUT") or REPO / "bench" / "results")
+    out = Path(os.environ.get("OUT") or Path(__file__).with_name("results"))
     out.mkdir(parents=True, exist_ok=True)
 
     commands = wall_commands()

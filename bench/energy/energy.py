@@ -13,10 +13,10 @@ tensor-core matmul (configs/triton_matmul.yaml), on the GPU machine:
   polled), and the idle board's power over an edge-aligned window, so the
   share of idle power in J/launch is visible (cubinrun subtracts nothing).
 
-    PYTHONPATH=. python3 bench/energy.py [OUTDIR]
+    PYTHONPATH=. python3 bench/energy/energy.py [OUTDIR]
 
 About 1.5 minutes. Writes OUTDIR/energy.json and the table to
-OUTDIR/energy.txt (default $OUT, else bench/results/). Needs nvidia-ml-py.
+OUTDIR/energy.txt (default $OUT, else bench/energy/results/). Needs nvidia-ml-py.
 Nothing here sets a clock, a power limit or a mode.
 """
 from __future__ import annotations
@@ -30,9 +30,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "timing"))   # timing_fidelity
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
 CASES = {"vector add 2^28": (CONFIGS / "vector_add.yaml", {"N": str(2 ** 28)}),
          "triton matmul (tensor cores)": (CONFIGS / "triton_matmul.yaml", {})}
@@ -105,7 +105,7 @@ def main() -> None:
     parser.add_argument("out", nargs="?", type=Path, default=None)
     args = parser.parse_args()
     out = args.out or (Path(os.environ["OUT"]) if os.environ.get("OUT")
-                       else REPO / "bench" / "results")
+                       else Path(__file__).with_name("results"))
     out.mkdir(parents=True, exist_ok=True)
     from cubinrun.gpu import driver, nvml
     device = driver.get_device(0)

@@ -18,7 +18,7 @@ of it; a change point more than 3 commits from every step is false. Methods:
 - e-divisive: MongoDB's signal-processing-algorithms (E-divisive means with a
   permutation test, p < 0.01), when installed.
 
-    python bench/history_detection.py [--series 60] [--commits 200] [--seed 1]
+    python bench/history/history_detection.py [--series 60] [--commits 200] [--seed 1]
                                       [--processes 1]
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from cubinrun.history import changes, noise  # noqa: E402
 
 # (name, median us, relative sigma of one process's median)

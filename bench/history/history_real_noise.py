@@ -3,9 +3,9 @@ processes (identical code, so every change point is false), each process's
 results added as one commit; then the same histories with a step injected
 at a known commit (every time of the results from that commit on scaled by
 the factor), which `history check` should find within one commit. This is
-the synthetic bench (bench/history_detection.py) on the machine's own noise.
+the synthetic bench (bench/history/history_detection.py) on the machine's own noise.
 
-    python bench/history_real_noise.py [--processes 30] [--step 1.05] [--at 20]
+    python bench/history/history_real_noise.py [--processes 30] [--step 1.05] [--at 20]
 
 On an H200, 30 processes of the 6 specs take about 2-3 minutes. Prints a
 table per spec; with $OUT set, writes the results files and check's JSON there.
@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SPECS = ["empty0.yaml", "vector_add.yaml", "triton_layer_norm.yaml", "triton_softmax.yaml",
          "work.yaml", "matmul_tiled.yaml"]
 _TIMES = ("median_us", "min_us", "max_us", "mean_us", "p10_us", "p90_us", "std_us")

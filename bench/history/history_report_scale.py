@@ -5,7 +5,7 @@ Chromium (Playwright, Debian's chromium), timed to its load event, with its
 console errors counted. With --screenshot DIR, a small PNG of a series page
 goes there (docs/history-report.png).
 
-    python bench/history_report_scale.py [--series 100] [--commits 1000] [--screenshot docs]
+    python bench/history/history_report_scale.py [--series 100] [--commits 1000] [--screenshot docs]
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from support.historydata import fill_store  # noqa: E402
 

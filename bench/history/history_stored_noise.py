@@ -1,7 +1,7 @@
 """`history check` on the H200's own noise, from results already measured
 there (no GPU): histories of a 9-kernel suite whose every commit is one
 fresh process's results, drawn (with replacement) from the processes stored
-in bench/results/verdicts_h200_*.json, with steps injected at known commits.
+in bench/verdicts/results/verdicts_h200_*.json, with steps injected at known commits.
 
 A commit's 9 points come from one stored process, as a CI job's do, so each
 history keeps what the processes really share (the shift a process adds to
@@ -14,14 +14,14 @@ experiments (different sessions, machines and code) can be pooled.
   each) in four experiments;
 - the recipe (`--processes 3` or 4 a commit): the 16 pooled suites.
 
-Steps as in bench/history_detection.py: 1-3 per series at least 25 commits
+Steps as in bench/history/history_detection.py: 1-3 per series at least 25 commits
 apart, 5, 10 and 20% both ways, and 3% on kernels of 50 µs and more. Found:
 a change point within 1 commit of the step; false: one more than 3 commits
 from every step, and every change point of the histories without steps. The
 verdicts come from `history check`'s own code (check.judge_all) on series
 built in memory; "without the shift taken off" judges each series alone.
 
-    python bench/history_stored_noise.py [--histories 60] [--commits 200] [--seed 1]
+    python bench/history/history_stored_noise.py [--histories 60] [--commits 200] [--seed 1]
 """
 from __future__ import annotations
 
@@ -35,14 +35,14 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "bench" / "history"))
 from cubinrun.history.check import judge, judge_all  # noqa: E402
 from cubinrun.history.store import Point, Series  # noqa: E402
 from history_detection import step_plan  # noqa: E402
 
-RESULTS = REPO / "bench" / "results"
+RESULTS = REPO / "bench" / "verdicts" / "results"        # the verdicts bench's processes
 # (file, mode) of each experiment: "before" is landed main's files of 2026-12-04
 ONE_PROCESS = [("verdicts_h200_before.json", None), ("verdicts_h200_processes4.json", "old"),
                ("verdicts_h200_processes4.json", "one"), ("verdicts_h200_processes3.json", "one")]

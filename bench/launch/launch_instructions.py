@@ -4,12 +4,12 @@
 Run on the CPU machine from the repository root (valgrind and a C compiler
 needed, no GPU):
 
-    python3 bench/launch_instructions.py [--n 2000] [--out FILE.json]
+    python3 bench/launch/launch_instructions.py [--n 2000] [--out FILE.json]
 
 Instruction counts are repeatable where wall time on a shared machine is not,
 so this is the check that a change to template.c costs nothing per launch.
 Against the fake libcuda (tests/fakecuda/fake_libcuda.c) it runs a Python
-loop of `launch` calls for the signatures of bench/launch_overhead.py
+loop of `launch` calls for the signatures of bench/launch/launch_overhead.py
 (`empty3`: *fp32, *fp32, i32; `empty16`: 16 mixed parameters), in two ways:
   same   the same argument objects every call (what a timing loop does; each
          slot's last converted value is reused)
@@ -36,7 +36,7 @@ import tempfile
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-REPO = BENCH.parent
+REPO = BENCH.parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 

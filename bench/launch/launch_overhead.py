@@ -3,8 +3,8 @@
 
 Run on a GPU machine from the repository root (no install needed):
 
-    PYTHONPATH=. python bench/launch_overhead.py            # full run
-    PYTHONPATH=. python bench/launch_overhead.py --quick    # smoke run
+    PYTHONPATH=. python bench/launch/launch_overhead.py            # full run
+    PYTHONPATH=. python bench/launch/launch_overhead.py --quick    # smoke run
 
 For kernels/empty.cu's `empty3` (3 parameters) and `empty16` (16 mixed
 parameters) it times loops of back-to-back launches, each loop ended by one
@@ -16,7 +16,7 @@ round runs every (kernel, path) pair once, in a shuffled order, so drift
 All paths launch on one non-blocking stream in the primary context of the
 device, with the same buffers and the same scalar values:
   floor            C: fill a CUlaunchConfig, copy the arguments into their
-                   storage, cuLaunchKernelEx (bench/launch_overhead_floor.c,
+                   storage, cuLaunchKernelEx (bench/launch/launch_overhead_floor.c,
                    built here with the C compiler). One ctypes call per loop;
                    the time is taken in C with CLOCK_MONOTONIC.
   cubinrun.launch_n  one call that converts the arguments once and launches n
@@ -40,13 +40,12 @@ cubinrun path has no numbers, else 0. --timeout (540 s) dumps the stacks and
 exits rather than hang.
 
 Results: a table last on stdout, and the full record as JSON in
-$OUT/launch_overhead.json when OUT is set, else bench/results/launch_overhead.json.
+$OUT/launch_overhead.json when OUT is set, else bench/launch/results/launch_overhead.json.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import datetime
 import faulthandler
 import gc
@@ -54,452 +53,25 @@ import json
 import os
 import platform
 import random
-import shutil
 import statistics
-import struct
 import subprocess
 import sys
-import tempfile
 import time
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 BENCH = Path(__file__).resolve().parent
-REPO = BENCH.parent
-if str(REPO) not in sys.path:  # `python bench/launch_overhead.py` works without PYTHONPATH too
+REPO = BENCH.parents[1]
+if str(REPO) not in sys.path:  # `python bench/launch/launch_overhead.py` works without PYTHONPATH too
     sys.path.insert(0, str(REPO))
 
-CUBIN = REPO / "kernels" / "build" / "empty.sm_90.cubin"
-FLOOR_SOURCE = BENCH / "launch_overhead_floor.c"
-BLOCK = 32        # one warp per launch, grid (1, 1, 1)
-N = 1024          # elements per buffer; the kernels touch none
-
-# --- the kernels and their argument values ---------------------------------
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    type: str     # cubinrun leaf type (Triton's vocabulary)
-    value: Any    # a buffer name for a pointer, else the number passed
-
-
-@dataclass(frozen=True)
-class KernelCase:
-    name: str
-    which: int    # the floor's selector
-    params: tuple[Param, ...]
-
-    @property
-    def label(self) -> str:
-        return f"{len(self.params)} params"
-
-
-# Element type and count of each buffer, shared by every path.
-BUFFERS = {"a": ("float32", N), "b": ("float32", N), "idx": ("int32", N), "acc": ("float64", N)}
-_ITEMSIZES = {"float32": 4, "int32": 4, "float64": 8}
-
-
-def buffer_nbytes(name: str) -> int:
-    dtype, count = BUFFERS[name]
-    return count * _ITEMSIZES[dtype]
-
-# The signatures of kernels/empty.cu (configs/empty3.yaml, configs/empty16.yaml).
-EMPTY3 = KernelCase("empty3", 3, (
-    Param("x", "*fp32", "a"), Param("y", "*fp32", "b"), Param("n", "i32", N)))
-EMPTY16 = KernelCase("empty16", 16, (
-    Param("a_ptr", "*fp32", "a"), Param("b_ptr", "*kfp32", "b"), Param("n", "i32", N),
-    Param("offset", "i64", -5000000000), Param("alpha", "fp32", 0.5), Param("beta", "fp64", 2.0),
-    Param("flags", "u8", 255), Param("scale_fp16", "fp16", 0.125), Param("idx_ptr", "*i32", "idx"),
-    Param("mask", "u32", 4294967295), Param("is_last", "i1", 1), Param("stride", "i16", -3),
-    Param("seed", "u64", 12345678901234567890), Param("scale_bf16", "bf16", 1.5),
-    Param("shift", "i8", -7), Param("acc_ptr", "*fp64", "acc")))
-KERNELS = (EMPTY3, EMPTY16)
-
-_STRUCT_FORMATS = {"i1": "B", "i8": "b", "i16": "h", "i32": "i", "i64": "q", "u8": "B",
-                   "u16": "H", "u32": "I", "u64": "Q", "fp32": "f", "fp64": "d"}
-_CTYPES = {"i1": ctypes.c_bool, "i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32,
-           "i64": ctypes.c_int64, "u8": ctypes.c_uint8, "u16": ctypes.c_uint16,
-           "u32": ctypes.c_uint32, "u64": ctypes.c_uint64, "fp16": ctypes.c_uint16,
-           "bf16": ctypes.c_uint16, "fp32": ctypes.c_float, "fp64": ctypes.c_double}
-
-
-def is_pointer(type_: str) -> bool:
-    return type_.startswith("*")
-
-
-def fp16_bits(x: float) -> int:
-    return struct.unpack("<H", struct.pack("<e", x))[0]
-
-
-def bf16_bits(x: float) -> int:
-    """Round to nearest even from the float32 bits (the values used here are exact)."""
-    (bits,) = struct.unpack("<I", struct.pack("<f", x))
-    return (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-
-
-def c_value(p: Param, buffers: dict[str, int]) -> int | float:
-    """The value as C storage holds it: an address, raw 16-bit float bits, or the number."""
-    if is_pointer(p.type):
-        return buffers[p.value]
-    if p.type == "fp16":
-        return fp16_bits(p.value)
-    if p.type == "bf16":
-        return bf16_bits(p.value)
-    return p.value
-
-
-def param_bytes(p: Param, buffers: dict[str, int]) -> bytes:
-    """The bytes the kernel receives for one parameter."""
-    if is_pointer(p.type):
-        return struct.pack("<Q", buffers[p.value])
-    if p.type in ("fp16", "bf16"):
-        return struct.pack("<H", c_value(p, buffers))
-    return struct.pack("<" + _STRUCT_FORMATS[p.type], p.value)
-
-
-def check_same_bytes(path: str, case: KernelCase, buffers: dict[str, int],
-                     produced: list[bytes | None]) -> None:
-    """Refuse a path whose converted arguments differ from the kernel's bytes (None: not checked)."""
-    for p, got in zip(case.params, produced, strict=True):
-        if got is not None and got != param_bytes(p, buffers):
-            raise ValueError(f"{path}: argument {p.name} ({p.type}) converts to {got.hex()}, "
-                             f"expected {param_bytes(p, buffers).hex()}")
-
-
-def python_args(case: KernelCase, buffers: dict[str, int]) -> tuple:
-    """Plain Python values: ints for pointers, numbers as written (cubinrun, Triton)."""
-    return tuple(buffers[p.value] if is_pointer(p.type) else p.value for p in case.params)
-
-
-def numpy_scalar(p: Param):
-    """The NumPy scalar of a parameter's exact type (bf16, which NumPy lacks, as its bits)."""
-    import numpy as np
-    if p.type == "bf16":
-        return np.uint16(bf16_bits(p.value))
-    # Named types: np.dtype("q").type is np.longlong, which cuda.core does not take as int64.
-    types = {"i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
-             "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
-             "fp16": np.float16, "fp32": np.float32, "fp64": np.float64}
-    return types[p.type](p.value)
-
-
-# --- what every path provides ----------------------------------------------
-
-
-@dataclass
-class Env:
-    """What the paths share: device, stream, buffers, the cubin and its functions."""
-    device: Any                # cubinrun.driver.Device
-    stream: int                # a non-blocking CUstream in the primary context
-    buffers: dict[str, int]    # buffer name -> device address
-    cubin: bytes
-    functions: dict[str, Any]  # kernel name -> CUfunction (cuda.bindings), loaded by cubinrun
-    sync: Callable[[], None]   # cuStreamSynchronize(stream), the same for every path
-
-
-@dataclass
-class Runner:
-    """One path for one kernel: `loop(n)` launches n times without synchronising."""
-    loop: Callable[[int], Any]
-    check: Callable[[Any], None] = lambda result: None  # raises if loop's result says it failed
-    scope: Callable[[], AbstractContextManager] = contextlib.nullcontext  # around the timing
-    self_timed: bool = False   # loop(n) returns the seconds it measured itself
-
-
-def per_launch(fn: Callable, args: tuple) -> Callable[[int], Any]:
-    """The loop every per-launch Python path shares, so its overhead is the same for all."""
-    def loop(n: int):
-        result = None
-        for _ in range(n):
-            result = fn(*args)
-        return result
-    return loop
-
-
-@dataclass(frozen=True)
-class LaunchPath:
-    key: str
-    label: str
-    what: str     # what one timed launch consists of (goes into the JSON)
-    setup: Callable[[Env], Callable[[KernelCase], Runner]]  # once; then one Runner per kernel
-
-
-# --- the C floor -------------------------------------------------------------
-
-
-def cuda_include_dir() -> str:
-    """cuda.h's folder: cubinrun's search (cuda.pathfinder, CUDA_HOME), then /usr/local/cuda."""
-    from cubinrun.errors import BuildError
-    from cubinrun.launcher.build import find_cuda_include
-    try:
-        return find_cuda_include()
-    except BuildError:
-        if os.path.isfile("/usr/local/cuda/include/cuda.h"):
-            return "/usr/local/cuda/include"
-        raise
-
-
-def compiler_command() -> list[str]:
-    """The launchers' C compiler as a command (find_compiler gives a list of
-    words, or a Compiler whose .command they are where compilers.py exists)."""
-    from cubinrun.launcher.build import find_compiler
-    compiler = find_compiler()
-    return list(getattr(compiler, "command", compiler))
-
-
-def build_floor(workdir: str) -> ctypes.CDLL:
-    """Compile launch_overhead_floor.c into a shared library and load it."""
-    library = os.path.join(workdir, "launch_overhead_floor.so")
-    command = [*compiler_command(), "-O2", "-shared", "-fPIC", f"-I{cuda_include_dir()}",
-               str(FLOOR_SOURCE), "-o", library, "-ldl"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    if done.returncode != 0:
-        log(f"{' '.join(command)}\n{done.stderr}")
-        raise RuntimeError(f"compiling {FLOOR_SOURCE.name} failed (exit {done.returncode}; "
-                           "the compiler's output is above)")
-    lib = ctypes.CDLL(library)
-    lib.floor_error.restype = ctypes.c_char_p
-    lib.floor_open.argtypes = [ctypes.c_char_p]
-    lib.floor_open.restype = ctypes.c_int
-    lib.floor_load.argtypes = [ctypes.c_char_p]
-    lib.floor_load.restype = ctypes.c_int
-    lib.floor_set_launch.argtypes = [ctypes.c_uint64, ctypes.c_uint]
-    lib.floor_set_launch.restype = None
-    for case in KERNELS:
-        setter = getattr(lib, f"floor_set_{case.name}")
-        setter.argtypes = [ctypes.c_uint64 if is_pointer(p.type) else _CTYPES[p.type]
-                           for p in case.params]
-        setter.restype = None
-    lib.launch_loop.argtypes = [ctypes.c_int, ctypes.c_int]
-    lib.launch_loop.restype = ctypes.c_double
-    return lib
-
-
-def cu_result_error(call: str, code: int) -> RuntimeError:
-    from cubinrun.gpu.driver import result_name
-    name, description = result_name(code)
-    return RuntimeError(f"{call}: {name}" + (f" ({description})" if description else ""))
-
-
-def setup_floor(env: Env) -> Callable[[KernelCase], Runner]:
-    workdir = tempfile.mkdtemp(prefix="launch_overhead_")
-    try:
-        lib = build_floor(workdir)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)  # the loaded library stays mapped
-    if lib.floor_open(b"libcuda.so.1") != 0:
-        raise RuntimeError(f"floor: cannot open the driver: {lib.floor_error().decode()}")
-    if (code := lib.floor_load(env.cubin)) != 0:
-        raise cu_result_error("floor: cuModuleLoadData/cuModuleGetFunction", code)
-    lib.floor_set_launch(env.stream, BLOCK)
-    for case in KERNELS:
-        getattr(lib, f"floor_set_{case.name}")(*(c_value(p, env.buffers) for p in case.params))
-
-    def check(seconds: float) -> None:
-        if seconds < 0:
-            raise cu_result_error("floor: cuLaunchKernelEx/cuStreamSynchronize", int(-seconds))
-
-    def make(case: KernelCase) -> Runner:
-        return Runner(loop=lambda n: lib.launch_loop(case.which, n), check=check,
-                      self_timed=True)
-    return make
-
-
-# --- the Python paths ----------------------------------------------------------
-
-
-def cubinrun_runner_args(env: Env, case: KernelCase):
-    from cubinrun.gpu.driver import handle_int
-    from cubinrun.launcher import load_launcher
-    module = load_launcher([p.type for p in case.params], num_scratch=0)
-    config = module.Config(function=handle_int(env.functions[case.name]), block=(BLOCK, 1, 1),
-                           shared=0)
-    return module, (config, 1, 1, 1, env.stream, *python_args(case, env.buffers))
-
-
-def setup_cubinrun_launch(env: Env) -> Callable[[KernelCase], Runner]:
-    def make(case: KernelCase) -> Runner:
-        module, args = cubinrun_runner_args(env, case)
-        return Runner(loop=per_launch(module.launch, args))
-    return make
-
-
-def setup_cubinrun_launch_n(env: Env) -> Callable[[KernelCase], Runner]:
-    def make(case: KernelCase) -> Runner:
-        module, args = cubinrun_runner_args(env, case)
-        launch_n = module.launch_n
-        return Runner(loop=lambda n: launch_n(n, *args))
-    return make
-
-
-def setup_cuda_bindings(env: Env) -> Callable[[KernelCase], Runner]:
-    from cuda.bindings import driver as cu
-    stream = cu.CUstream(env.stream)
-
-    def check(result) -> None:
-        err = result[0] if isinstance(result, tuple) else result
-        if err != cu.CUresult.CUDA_SUCCESS:
-            raise cu_result_error("cuLaunchKernel", int(err))
-
-    def make(case: KernelCase) -> Runner:
-        # The documented form: values and ctypes types; pointers as ints typed c_void_p.
-        values = tuple(c_value(p, env.buffers) for p in case.params)
-        types = tuple(ctypes.c_void_p if is_pointer(p.type) else _CTYPES[p.type]
-                      for p in case.params)
-        check_same_bytes("cuda.bindings", case, env.buffers,
-                         [struct.pack("<Q", v) if t is ctypes.c_void_p else bytes(t(v))
-                          for v, t in zip(values, types)])
-        args = (env.functions[case.name], 1, 1, 1, BLOCK, 1, 1, 0, stream, (values, types), 0)
-        return Runner(loop=per_launch(cu.cuLaunchKernel, args), check=check)
-    return make
-
-
-class _ForeignStream:
-    """Hands our CUstream to cuda.core through the __cuda_stream__ protocol."""
-
-    def __init__(self, handle: int):
-        self.handle = handle
-
-    def __cuda_stream__(self) -> tuple[int, int]:
-        return (0, self.handle)
-
-
-def setup_cuda_core(env: Env) -> Callable[[KernelCase], Runner]:
-    try:
-        from cuda.core import Device, LaunchConfig, ObjectCode, launch
-    except ImportError:  # older cuda.core kept its API under cuda.core.experimental
-        from cuda.core.experimental import Device, LaunchConfig, ObjectCode, launch
-    device = Device(env.device.ordinal)
-    device.set_current()  # the primary context, already current: cuda.core's own bookkeeping
-    stream = device.create_stream(_ForeignStream(env.stream))
-    config = LaunchConfig(grid=1, block=BLOCK)
-    code = ObjectCode.from_cubin(env.cubin)
-
-    def make(case: KernelCase) -> Runner:
-        kernel = code.get_kernel(case.name)
-        # A Python int is a pointer to cuda.core; every scalar goes as its exact NumPy type.
-        kernel_args = tuple(env.buffers[p.value] if is_pointer(p.type) else numpy_scalar(p)
-                            for p in case.params)
-        check_same_bytes("cuda.core", case, env.buffers,
-                         [None if is_pointer(p.type) else a.tobytes()
-                          for p, a in zip(case.params, kernel_args)])
-        return Runner(loop=per_launch(launch, (stream, config, kernel, *kernel_args)))
-    return make
-
-
-def setup_cupy(env: Env) -> Callable[[KernelCase], Runner]:
-    import cupy
-    import numpy as np
-    cupy.cuda.Device(env.device.ordinal).use()
-    module = cupy.RawModule(path=str(CUBIN))
-    stream = cupy.cuda.ExternalStream(env.stream)
-    arrays = {}
-    for name, (dtype, count) in BUFFERS.items():
-        memory = cupy.cuda.UnownedMemory(env.buffers[name], buffer_nbytes(name), env,
-                                         device_id=env.device.ordinal)
-        arrays[name] = cupy.ndarray((count,), np.dtype(dtype), cupy.cuda.MemoryPointer(memory, 0))
-
-    def make(case: KernelCase) -> Runner:
-        kernel = module.get_function(case.name)
-        kernel_args = tuple(arrays[p.value] if is_pointer(p.type) else numpy_scalar(p)
-                            for p in case.params)
-        check_same_bytes("cupy", case, env.buffers,
-                         [struct.pack("<Q", a.data.ptr) if is_pointer(p.type) else a.tobytes()
-                          for p, a in zip(case.params, kernel_args)])
-        return Runner(loop=per_launch(kernel, ((1,), (BLOCK,), kernel_args)),
-                      scope=lambda: stream)  # CuPy launches on its current stream
-    return make
-
-
-def _triton_kernels() -> dict[str, Any]:
-    """Empty Triton kernels with the parameters of kernels/empty.cu."""
-    import triton
-
-    @triton.jit
-    def empty3(x, y, n):
-        pass
-
-    @triton.jit
-    def empty16(a_ptr, b_ptr, n, offset, alpha, beta, flags, scale_fp16, idx_ptr, mask,
-                is_last, stride, seed, scale_bf16, shift, acc_ptr):
-        pass
-
-    return {"empty3": empty3, "empty16": empty16}
-
-
-def triton_args(case: KernelCase, buffers: dict[str, int]) -> tuple:
-    """python_args, but a negative i8 as its two's-complement byte: Triton 3.6's launcher
-    parses i8 with PyArg format "b", which refuses negative numbers (OverflowError)."""
-    return tuple(value & 0xFF if p.type == "i8" and value < 0 else value
-                 for p, value in zip(case.params, python_args(case, buffers), strict=True))
-
-
-def setup_triton(env: Env) -> Callable[[KernelCase], Runner]:
-    import triton
-    from triton.compiler import ASTSource
-    try:
-        from triton import knobs  # 3.4+: where JITFunction.run reads the launch hooks
-        enter_hook, exit_hook = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
-    except ImportError:
-        enter_hook = exit_hook = None
-    kernels = _triton_kernels()
-
-    def make(case: KernelCase) -> Runner:
-        signature = {p.name: p.type.replace("*k", "*") for p in case.params}
-        compiled = triton.compile(ASTSource(kernels[case.name], signature),
-                                  options={"num_warps": BLOCK // 32})
-        compiled._init_handles()  # Triton's own load_binary and CudaLauncher
-        # The call JITFunction.run makes once the kernel is found in its cache;
-        # launch_metadata is None when no enter hook is set.
-        args = (1, 1, 1, env.stream, compiled.function, compiled.packed_metadata, None,
-                enter_hook, exit_hook, *triton_args(case, env.buffers))
-        return Runner(loop=per_launch(compiled.run, args))
-    return make
-
-
-def setup_torch(env: Env) -> Callable[[KernelCase], Runner]:
-    import torch
-    if not torch.cuda.is_available():
-        raise RuntimeError("torch.cuda.is_available() is False")
-    device = torch.device("cuda", env.device.ordinal)
-    x = torch.zeros(1, device=device)
-    torch.cuda.synchronize(device)
-    stream = torch.cuda.ExternalStream(env.stream, device=device)
-
-    def make(case: KernelCase) -> Runner:
-        return Runner(loop=per_launch(x.add_, (1.0,)), scope=lambda: torch.cuda.stream(stream))
-    return make
-
-
-PATHS = (
-    LaunchPath("floor", "C cuLaunchKernelEx loop (floor)",
-               "C: fill CUlaunchConfig, copy the arguments, cuLaunchKernelEx; timed in C, "
-               "one ctypes call per loop", setup_floor),
-    LaunchPath("cubinrun.launch_n", "cubinrun launch_n (per launch)",
-               "mod.launch_n(n, config, 1, 1, 1, stream, *args): arguments converted once, "
-               "n cuLaunchKernelEx in C", setup_cubinrun_launch_n),
-    LaunchPath("cubinrun.launch", "cubinrun launch",
-               "mod.launch(config, 1, 1, 1, stream, *args) per launch", setup_cubinrun_launch),
-    LaunchPath("cuda.bindings", "cuda.bindings cuLaunchKernel",
-               "cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, CUstream, ((values), (ctypes types)), 0)",
-               setup_cuda_bindings),
-    LaunchPath("cuda.core", "cuda.core launch",
-               "launch(Stream, LaunchConfig, Kernel, *args): int pointers, NumPy scalars",
-               setup_cuda_core),
-    LaunchPath("cupy", "CuPy RawModule function",
-               "RawModule(path=cubin).get_function(name)((1,), (32,), args) on an ExternalStream: "
-               "CuPy arrays, NumPy scalars", setup_cupy),
-    LaunchPath("triton", "Triton CudaLauncher (3.x)",
-               "CompiledKernel.run(1, 1, 1, stream, function, packed_metadata, None, hooks, *args) "
-               "of a Triton-compiled empty kernel (JIT dispatch not timed)", setup_triton),
-    LaunchPath("torch", "torch x.add_(1.0), 1 element",
-               "x.add_(1.0) on a one-element CUDA tensor, on an ExternalStream (not the empty "
-               "kernel)", setup_torch),
-)
-REQUIRED = ("floor", "cubinrun.launch_n", "cubinrun.launch")  # a failure here fails the run
+# The cases and the paths are the modules beside this one (the script's folder
+# is first on sys.path).
+from launch_overhead_cases import BLOCK, BUFFERS, CUBIN, EMPTY3, EMPTY16, KERNELS, Env, \
+    KernelCase, LaunchPath, Runner, buffer_nbytes, log  # noqa: E402
+from launch_overhead_floor import compiler_command  # noqa: E402
+from launch_overhead_paths import PATHS, REQUIRED  # noqa: E402
 
 # --- measuring -------------------------------------------------------------------
 
@@ -539,9 +111,6 @@ def time_loop(runner: Runner, n: int, sync: Callable[[], None]) -> tuple[float, 
     runner.check(result)
     return (result * 1e6 / n if runner.self_timed else wall), wall
 
-
-def log(message: str) -> None:
-    print(message, flush=True)
 
 
 def open_env() -> Env:
@@ -758,7 +327,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0, help="seed of the per-round shuffle")
     parser.add_argument("--json", default=None,
                         help="where to write the JSON (default $OUT/launch_overhead.json, "
-                             "else bench/results/launch_overhead.json)")
+                             "else bench/launch/results/launch_overhead.json)")
     parser.add_argument("--timeout", type=float, default=540.0,
                         help="seconds before the run dumps its stacks and exits (default 540)")
     args = parser.parse_args(argv)

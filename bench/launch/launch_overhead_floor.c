@@ -1,4 +1,4 @@
-/* The floor for bench/launch_overhead.py: launches of kernels/empty.cu from C.
+/* The floor for bench/launch/launch_overhead.py: launches of kernels/empty.cu from C.
 
    Built at run time into a shared library and driven through ctypes, so its
    repetitions interleave with the Python paths. Each launch does the work a

@@ -8,7 +8,7 @@ train, serve, data, llm, air) and the dashboard's web client; keeps Ray core
 the raylet starts). Rewrites the RECORD so pip installs it as usual.
 `tests/runs/test_ray_backend.py` passes against a trimmed install (see bench/README.md).
 
-    python3 bench/trim_ray_wheel.py ray-2.60.0-cp312-cp312-manylinux2014_x86_64.whl OUTDIR
+    python3 bench/packaging/trim_ray_wheel.py ray-2.60.0-cp312-cp312-manylinux2014_x86_64.whl OUTDIR
 """
 from __future__ import annotations
 

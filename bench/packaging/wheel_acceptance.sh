@@ -4,7 +4,7 @@
 # sees the machine's own packages (the machine has no package index; wheels
 # it lacks come from .whl/), then run from a folder outside the checkout on a
 # copy of the vector add's spec and cubin, with timing.
-#   bash bench/wheel_acceptance.sh
+#   bash bench/packaging/wheel_acceptance.sh
 set -eu
 root=$PWD
 wheel=$(ls "$root"/.whl/dist/cubinrun-*.whl)

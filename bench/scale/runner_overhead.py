@@ -11,7 +11,7 @@ Compares, for the same N runs of the vector add (a sweep of N):
 Each run's own cost is `wall_s` of its result minus `timing.elapsed_s` (the
 time spent timing), so the timing budget is left out by construction.
 
-    python3 bench/runner_overhead.py OUTDIR [--runs 8] [--rounds 3]
+    python3 bench/scale/runner_overhead.py OUTDIR [--runs 8] [--rounds 3]
 
 Prints a table last and writes OUTDIR/runner_overhead.json.
 """
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "configs" / "vector_add.yaml"
 FAST = ["--warmup", "1", "--rep", "1"]
 # A process that installs the fake driver, then is the cubinrun CLI.

@@ -18,7 +18,7 @@ table says so). With `--fake` it runs on the CPU against the fake driver
 (tests/fakecuda) with W fake GPUs: no kernel runs, so the work is host-side
 (spec, data, launcher, check and the timing loop's own host work).
 
-    PYTHONPATH=. python3 bench/scale.py OUTDIR [--rounds 3] [--fake [--workers 2]]
+    PYTHONPATH=. python3 bench/scale/scale.py OUTDIR [--rounds 3] [--fake [--workers 2]]
         [--axis 'N[pow2]=[12:25]']
 
 Prints a compact table last and writes OUTDIR/scale.json (kept as it goes).
@@ -37,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "configs" / "vector_add.yaml"
 # The CLI with the fake driver installed in the launch process and in every worker.
 FAKE_CLI = ("import sys; import fakecuda.worker as w; w.install(); "

@@ -9,7 +9,7 @@
    `--axis "N[pow2]=[16:28:2]"` in one command against seven single runs.
    Goal: the medians agree within 2%.
 
-    PYTHONPATH=. python3 bench/suite.py OUTDIR [--rounds 3]
+    PYTHONPATH=. python3 bench/scale/suite.py OUTDIR [--rounds 3]
 
 Prints two compact tables last and writes OUTDIR/suite.json (kept as it goes).
 
@@ -18,7 +18,7 @@ against the fixed 100 ms budget, rounds alternating which goes first. Goal:
 >= 30% less wall time, every median within 1% of the fixed-budget run's, and
 the throttled samples each mode dropped (expected none). With two rounds or
 more it also prints how far the first two fixed-budget commands are apart:
-the goal's floor (bench/process_shift.py looks at why). Writes
+the goal's floor (bench/verdicts/process_shift.py looks at why). Writes
 OUTDIR/suite_noise.json and the table to OUTDIR/suite_noise.txt.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
 VECTOR_ADD = CONFIGS / "vector_add.yaml"
 SWEEP = [2 ** e for e in range(16, 29, 2)]

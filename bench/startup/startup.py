@@ -7,7 +7,7 @@ device 0 and loads the same cubin. Each is run once to warm the caches, then
 `--runs` times interleaved; the table gives median and min in ms. Bytecode
 is cached in a private folder, as it would be after a pip install.
 
-Run from the repo root: `python3 bench/startup.py` (CPU or GPU machine).
+Run from the repo root: `python3 bench/startup/startup.py` (CPU or GPU machine).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SPEC = "configs/vector_add.yaml"
 
 CUDA_FLOOR = """
@@ -82,7 +82,7 @@ def main() -> None:
     for _ in range(args.runs):
         for name, argv in lines.items():
             times[name].append(wall_ms(argv, env))
-    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else REPO / "bench" / "results"
+    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).with_name("results")
     out.mkdir(parents=True, exist_ok=True)
     (out / "startup.json").write_text(json.dumps(times, indent=2))
     print(f"\nstart-up, {args.runs} runs each, warm caches, ms")

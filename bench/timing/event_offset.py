@@ -15,8 +15,8 @@ candidate corrections are built from, next to ncu:
 
 Kernels: the empty kernel (configs/empty3.yaml) and the fp32 vector add at
 2^16, 2^20 and 2^24. Run on the GPU machine from the repo root:
-`PYTHONPATH=. python3 bench/event_offset.py`. Raw numbers go to
-$OUT/event_offset.json (or bench/results/), a table comes last.
+`PYTHONPATH=. python3 bench/timing/event_offset.py`. Raw numbers go to
+$OUT/event_offset.json (or bench/timing/results/), a table comes last.
 """
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def sampler_medians(proc: InProcess) -> dict:
 
 def main() -> None:
     from cubinrun.gpu.timing import TimingKernels
-    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else REPO / "bench" / "results"
+    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).with_name("results")
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
     rows = []

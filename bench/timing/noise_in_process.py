@@ -2,12 +2,12 @@
 sample specs run in turn with each setting on one runner (one CUDA context,
 one stream, one event offset), rounds alternating which goes first.
 
-bench/suite.py --noise compares two commands, and two commands differ by
-whatever each process happens to get (bench/process_shift.py: the empty
+bench/scale/suite.py --noise compares two commands, and two commands differ by
+whatever each process happens to get (bench/verdicts/process_shift.py: the empty
 kernel's median moved by up to 0.15 us between processes on the H200). Here
 that is held fixed, so what is left is the stopping rule's own difference.
 
-    PYTHONPATH=. python3 bench/noise_in_process.py OUTDIR [--rounds 3]
+    PYTHONPATH=. python3 bench/timing/noise_in_process.py OUTDIR [--rounds 3]
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 MAX_NOISE = 0.005
 
 

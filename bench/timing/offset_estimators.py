@@ -9,7 +9,7 @@ mean of one empty launch, cold L2, as a run times it. Run it in several fresh
 processes and compare the lines: an estimator that is the same in every
 process adds no process-to-process noise.
 
-    PYTHONPATH=. python3 bench/offset_estimators.py [--pairs 2048] [--json FILE]
+    PYTHONPATH=. python3 bench/timing/offset_estimators.py [--pairs 2048] [--json FILE]
 """
 from __future__ import annotations
 

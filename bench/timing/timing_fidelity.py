@@ -25,10 +25,10 @@ For the fp32 vector add (configs/vector_add.yaml) at 2^16 (about 2 us),
   offset (pair(1) - slope; cubinrun subtracts the empty kernel's).
 
 Run on the GPU machine from the repo root:
-`PYTHONPATH=. python3 bench/timing_fidelity.py [OUTDIR]` (`--quick` for a smoke
+`PYTHONPATH=. python3 bench/timing/timing_fidelity.py [OUTDIR]` (`--quick` for a smoke
 run, `--no-extras` for the timers against ncu only: about 1.5 minutes). The
 tables come last and go to OUTDIR/timing_fidelity_table.txt too; full numbers
-go to OUTDIR/timing_fidelity.json (default $OUT, else bench/results/). Without
+go to OUTDIR/timing_fidelity.json (default $OUT, else bench/timing/results/). Without
 cuda-bench installed its columns read n/a.
 """
 from __future__ import annotations
@@ -44,7 +44,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "configs" / "vector_add.yaml"
 EMPTY = REPO / "configs" / "empty3.yaml"
 SIZES = {"2^16": 2**16, "2^20": 2**20, "2^24": 2**24, "2^28": 2**28}
@@ -277,7 +277,7 @@ def main() -> None:
         return nvbench_child([int(a) for a in sys.argv[3:]], sys.argv[2])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", nargs="?", type=Path, default=None,
-                        help="folder for the JSON (default $OUT, else bench/results)")
+                        help="folder for the JSON (default $OUT, else bench/timing/results)")
     parser.add_argument("--quick", action="store_true", help="two sizes, fewer ncu launches")
     parser.add_argument("--no-ncu", action="store_true")
     parser.add_argument("--no-extras", action="store_true",
@@ -288,7 +288,7 @@ def main() -> None:
     results = []
     t0 = time.time()
     out = args.out or (Path(os.environ["OUT"]) if os.environ.get("OUT")
-                       else REPO / "bench" / "results")
+                       else Path(__file__).with_name("results"))
     out.mkdir(parents=True, exist_ok=True)
     nvbench = {} if args.no_extras else nvbench_times(list(sizes.values()))
 

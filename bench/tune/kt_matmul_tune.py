@@ -1,6 +1,6 @@
 """Kernel Tuner 1.5's brute force over its own matmul example (matmul.py's
 space and restriction, WIDTH 4096 as matmul.cu fixes it), timed end to end,
-for bench/tune_vs_kernel_tuner.sh. Prints one JSON line: wall seconds, the
+for bench/tune/tune_vs_kernel_tuner.sh. Prints one JSON line: wall seconds, the
 number of configurations timed, and the best configuration and its time."""
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ as a GPU run of a few-ms kernel would. What `seconds.search` holds beyond
 40 x 50 ms is the loop keeping the GPU waiting: Optuna's asks and tells through
 SQLite, the contest checks, the refreshes.
 
-    PYTHONPATH=.:tests python3 bench/tune_loop.py [--rounds 3]
+    PYTHONPATH=.:tests python3 bench/tune/tune_loop.py [--rounds 3]
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
     from support import tunelandscape
     from cubinrun.cli import main as cli
     from cubinrun.tune import evaluate

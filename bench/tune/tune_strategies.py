@@ -2,10 +2,10 @@
 (and 2%) of the exhaustive best, replayed on a landscape (no GPU), over 20
 seeds: the median and the 90th percentile.
 
-    python bench/tune_strategies.py                      # the synthetic landscapes
-    python bench/tune_strategies.py --landscapes waves   # one of them
-    python bench/tune_strategies.py SPEC RESULTS.jsonl   # a measured one (launch --jsonl)
-    python bench/tune_strategies.py --plot docs/tune_strategies.png
+    python bench/tune/tune_strategies.py                      # the synthetic landscapes
+    python bench/tune/tune_strategies.py --landscapes waves   # one of them
+    python bench/tune/tune_strategies.py SPEC RESULTS.jsonl   # a measured one (launch --jsonl)
+    python bench/tune/tune_strategies.py --plot docs/tune_strategies.png
 
 The synthetic landscapes are tests/support/tunelandscape.py's: `reduction` is shaped
 like Kernel Tuner's reduction example over its own 792 points on the H200,
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 

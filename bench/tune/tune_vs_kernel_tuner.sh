@@ -7,17 +7,17 @@
 #      resumes from storage and must measure nothing (goal: the first at most
 #      10 s, half of Kernel Tuner's 20.6 s measured on the H200);
 #   3. the exhaustive sweep of the same space as `launch --jsonl`, and every
-#      strategy replayed on it (bench/tune_strategies.py) and on the synthetic
+#      strategy replayed on it (bench/tune/tune_strategies.py) and on the synthetic
 #      landscapes (TUNE_LANDSCAPE=0 leaves this step out).
 # cubinrun takes at least 7 samples a configuration (--min-samples 7), as
 # Kernel Tuner times each configuration 7 times; it also checks every one.
 # Run from the repository root on the GPU machine, with Kernel Tuner's wheel
 # in .whl/ and the kernel fetched (kernels/thirdparty/fetch.sh, on a machine
 # that reaches GitHub, before the tree is carried there). Writes under
-# ${OUT:-bench/results}.
+# ${OUT:-bench/tune/results}.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-out=${OUT:-bench/results}
+cd "$(dirname "$0")/../.."
+out=${OUT:-bench/tune/results}
 mkdir -p "$out"
 python=${PYTHON:-python3}
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"   # this tree's cubinrun
@@ -53,7 +53,7 @@ backend=cupy
 $python -c "import cupy" 2>/dev/null || backend=nvcuda
 for run in 1 2; do      # wall_s: its tune_kernel call; process_s: the whole process
     start=$(date +%s.%N)
-    line=$($python bench/kt_matmul_tune.py "$source" "$backend")
+    line=$($python bench/tune/kt_matmul_tune.py "$source" "$backend")
     end=$(date +%s.%N)
     echo "${line%\}}, \"process_s\": $(python3 -c "print(round($end - $start, 2))")}" |
         tee -a "$out/tune_kernel_tuner.jsonl"
@@ -88,6 +88,6 @@ done | tee "$out/tune_cubinrun.jsonl"
 [[ ${TUNE_LANDSCAPE:-1} == 0 ]] && exit 0     # 1 and 2 only (a short device call)
 echo "== the exhaustive sweep as a landscape, and the strategies replayed on it"
 $python -m cubinrun launch "$spec" --jsonl "$out/tune_matmul_landscape.jsonl" >/dev/null 2>&1
-$python bench/tune_strategies.py "$spec" "$out/tune_matmul_landscape.jsonl" \
+$python bench/tune/tune_strategies.py "$spec" "$out/tune_matmul_landscape.jsonl" \
     --max-evals 40 | tee "$out/tune_strategies_matmul.txt"
-$python bench/tune_strategies.py | tee "$out/tune_strategies_synthetic.txt"
+$python bench/tune/tune_strategies.py | tee "$out/tune_strategies_synthetic.txt"

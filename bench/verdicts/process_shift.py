@@ -9,7 +9,7 @@ prints each process's medians and event offset, then the spread per
 placement. Two H200 runs saw the same kernels move together by up to
 0.16 us between processes (bench/README.md, noise table).
 
-    PYTHONPATH=. python3 bench/process_shift.py OUTDIR [--rounds 4]
+    PYTHONPATH=. python3 bench/verdicts/process_shift.py OUTDIR [--rounds 4]
 
 `--in-process` asks the same inside one process instead: the empty kernel's
 raw event-pair median and calibrated offset on several fresh streams, then
@@ -29,10 +29,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+BENCH = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(BENCH / "scale"), str(BENCH / "timing")]   # suite, timing_fidelity
 from suite import child_env  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SPECS = [REPO / "configs" / name for name in ("empty0.yaml", "scalars.yaml", "vector_add.yaml")]
 
 

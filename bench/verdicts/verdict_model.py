@@ -4,14 +4,14 @@ measured to on the H200 (CPU; nothing is launched).
 
 Each process's median is the kernel's time m, times (1 + N(0, REL)), plus
 N(0, ABS) us, plus, in one process of OUTLIER_EVERY, a whole-process shift of
-U(0.1, 0.5) us (bench/results/verdicts_*: vector add 2^16 medians 5.466-5.637
+U(0.1, 0.5) us (bench/verdicts/results/verdicts_*: vector add 2^16 medians 5.466-5.637
 us over 8 processes, conv1d 2.75 us with one process at 3.21). Each side of
 a pair is N such processes pooled as `launch --processes N` pools them; N = 1
 is a result file as written before --processes. Prints, per N and kernel
 size, the share of identical pairs given SLOWER or FASTER, of pairs that
 exit 5, and of +5% / +15% slowdowns found SLOWER.
 
-    PYTHONPATH=. python3 bench/verdict_model.py [--pairs 400]
+    PYTHONPATH=. python3 bench/verdicts/verdict_model.py [--pairs 400]
 """
 from __future__ import annotations
 

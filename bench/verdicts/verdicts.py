@@ -19,7 +19,7 @@ ITERS +15%, every base round against every slow round: how many are SLOWER.
 Last, each mode's wall per suite, side by side, and each run's spread of
 medians over the rounds.
 
-    PYTHONPATH=. python3 bench/verdicts.py OUTDIR [--rounds 8] [--processes 4] [--old DIR]
+    PYTHONPATH=. python3 bench/verdicts/verdicts.py OUTDIR [--rounds 8] [--processes 4] [--old DIR]
 
 With --fidelity: the vector add at 2^16..2^28, cold and hot, pooled over
 --processes 8 in one command, against ncu's median over NCU_PROCESSES fresh
@@ -37,8 +37,8 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-SUITE = [REPO / "bench/specs/vector_add_sizes.yaml",
+REPO = Path(__file__).resolve().parents[2]
+SUITE = [REPO / "bench/verdicts/specs/vector_add_sizes.yaml",
          *(REPO / "configs" / name for name in (
              "triton_softmax.yaml", "triton_layer_norm.yaml", "conv1d_constant.yaml",
              "matmul_tiled.yaml", "empty0.yaml", "work.yaml"))]
@@ -116,7 +116,7 @@ def slowdowns(out: Path, rounds: int, processes: int) -> dict:
 
 
 def fidelity(out: Path) -> list[dict]:
-    sys.path.insert(0, str(REPO / "bench"))
+    sys.path.insert(0, str(REPO / "bench" / "timing"))
     from timing_fidelity import ncu_median
     rows = []
     axis = f"N[pow2]=[{','.join(map(str, FIDELITY_SIZES))}]"

@@ -8,7 +8,7 @@ from cubinrun.gpu.timing import (
 
 
 def test_the_offset_is_what_one_pair_reads_beyond_the_per_launch_slope():
-    # as measured for the empty kernel on the H200 (bench/results/event_offset.json)
+    # as measured for the empty kernel on the H200 (bench/timing/results/event_offset.json)
     medians = {1: 3.392, 2: 4.864, 4: 7.360, 8: 12.528, 16: 22.880}
     assert offset_from_medians(medians) == pytest.approx(2.10, abs=0.01)
 

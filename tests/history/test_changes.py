@@ -1,5 +1,5 @@
 """Change points on synthetic series shaped like H200 noise between fresh
-processes (bench/history_detection.py measures the rates at scale)."""
+processes (bench/history/history_detection.py measures the rates at scale)."""
 from __future__ import annotations
 
 import numpy as np

@@ -109,7 +109,7 @@ def test_it_never_proposes_a_known_or_invalid_point_and_ends_when_all_are_known(
 def test_a_seed_makes_it_reproducible(smooth):
     import sys
     from support.repo import REPO
-    sys.path.insert(0, str(REPO / "bench"))
+    sys.path.insert(0, str(REPO / "bench" / "tune"))
     try:
         import tune_strategies
     finally:

@@ -123,13 +123,13 @@ def test_model_based_strategies_come_near_the_best_on_a_smooth_landscape(smooth,
 
 
 def test_the_default_strategy_finds_the_best_within_60_evaluations(tmp_path):
-    """The bench's measure (bench/tune_strategies.py), on 5 seeds: the default
+    """The bench's measure (bench/tune/tune_strategies.py), on 5 seeds: the default
     comes within 1% of the best in 60 evaluations for most on the reduction
     landscape (5 points of 792 within 1%); random search, on the same seeds,
     mostly does not. (The rugged `waves` landscape needs more seeds than a
     test can afford to tell the strategies apart: docs/tune.md has 40.)"""
     kind = "reduction"
-    sys.path.insert(0, str(REPO / "bench"))
+    sys.path.insert(0, str(REPO / "bench" / "tune"))
     try:
         import tune_strategies
     finally:
