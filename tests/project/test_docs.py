@@ -179,6 +179,21 @@ def test_every_path_internals_names_exists():
         assert (REPO / path).exists() or (REPO / "cubinrun" / path).exists(), path
 
 
+
+def test_internals_names_every_folder_of_tests_and_bench():
+    """The layout on docs/internals.md: each folder of tests/ and bench/ is named
+    there, and those of the package's tests mirror a folder of cubinrun/."""
+    text = INTERNALS.read_text()
+    section = text[text.index("\n## Where the tests and benchmarks are\n") + 1:]
+    section = section[:section.index("\n## ")]
+    mirrored = re.search(r"^\| `tests/<folder>/` \| the tests of `cubinrun/<folder>/`: ([\w, ]+) \|$",
+                         section, re.M).group(1).split(", ")
+    named = set(re.findall(r"^\| `((?:tests|bench)/\w+)/` \|", section, re.M))
+    present = {f"{top}/{p.name}" for top in ("tests", "bench") for p in (REPO / top).iterdir()
+               if p.is_dir() and not p.name.startswith((".", "__"))}
+    assert named | {f"tests/{name}" for name in mirrored} == present
+    assert all((REPO / "cubinrun" / name / "__init__.py").is_file() for name in mirrored)
+
 def json_keys() -> dict[str, list[str]]:
     """docs/many-runs.md's list of the keys `launch --json` carries: label -> keys."""
     text = (REPO / "docs" / "many-runs.md").read_text()
