@@ -40,7 +40,13 @@ cubinrun path has no numbers, else 0. --timeout (540 s) dumps the stacks and
 exits rather than hang.
 
 Results: a table last on stdout, and the full record as JSON in
-$OUT/launch_overhead.json when OUT is set, else bench/launch/results/launch_overhead.json.
+$OUT/launch_overhead.json when OUT is set, else results/launch_overhead.json
+beside this file.
+
+This file measures and reports; beside it, launch_overhead_cases.py holds the
+kernels, their argument values and what a path provides, launch_overhead_floor.py
+builds and drives the C floor, and launch_overhead_paths.py sets up the Python
+paths.
 """
 from __future__ import annotations
 
