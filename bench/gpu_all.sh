@@ -40,28 +40,31 @@ python3 -m compileall -q -j 0 cubinrun >/dev/null
 for s in "$@"; do
     case $s in
         tests)    stage tests python3 -m pytest -q -m gpu -p no:cacheprovider tests ;;
-        launch)   stage launch python3 bench/launch_overhead.py --rounds 15 \
+        launch)   stage launch python3 bench/launch/launch_overhead.py --rounds 15 \
                       --json "$out/launch_overhead.json" ;;
-        launch-old)   # the same bench from an older tree unpacked in .old/ (git archive REV)
+        launch-old)   # the same bench from an older tree unpacked in .old/ (git archive REV;
+                      # a tree from before bench/ had folders keeps it in bench/ itself)
+                  old=.old/bench/launch/launch_overhead.py
+                  [ -e "$old" ] || old=.old/bench/launch_overhead.py
                   stage launch-old env PYTHONPATH="$PWD/.old:${PYTHONPATH#$PWD:}" \
-                      python3 .old/bench/launch_overhead.py --rounds 15 \
+                      python3 "$old" --rounds 15 \
                       --json "$out/launch_overhead_old.json" ;;
-        tune)     stage tune env OUT="$out" bash bench/tune_vs_kernel_tuner.sh ;;
-        checks)   stage checks python3 bench/check_sweep.py "$out" --rounds ${ROUNDS:-2} \
+        tune)     stage tune env OUT="$out" bash bench/tune/tune_vs_kernel_tuner.sh ;;
+        checks)   stage checks python3 bench/data/check_sweep.py "$out" --rounds ${ROUNDS:-2} \
                       --spec configs/realkernels/kt_matmul.yaml --spec-budget ;;
-        data)     stage data python3 bench/data_scale.py ;;
-        data-repeat) stage data-repeat python3 bench/data_scale.py --sizes 24,28 --repeat 3 ;;
-        suite)    stage suite python3 bench/suite.py "$out" --rounds ${ROUNDS:-3} ;;
-        fidelity) stage fidelity python3 bench/timing_fidelity.py "$out" ;;
-        noise)    stage noise python3 bench/suite.py "$out" --noise --rounds ${ROUNDS:-3} ;;
-        energy)   stage energy python3 bench/energy.py "$out" ;;
-        debug)    stage debug python3 bench/debug_tools.py --runs 3 --rounds 8 ;;
-        scale)    stage scale python3 bench/scale.py "$out" --rounds ${ROUNDS:-3} ;;
-        startup)  stage startup python3 bench/startup.py --runs 9 ;;
+        data)     stage data python3 bench/data/data_scale.py ;;
+        data-repeat) stage data-repeat python3 bench/data/data_scale.py --sizes 24,28 --repeat 3 ;;
+        suite)    stage suite python3 bench/scale/suite.py "$out" --rounds ${ROUNDS:-3} ;;
+        fidelity) stage fidelity python3 bench/timing/timing_fidelity.py "$out" ;;
+        noise)    stage noise python3 bench/scale/suite.py "$out" --noise --rounds ${ROUNDS:-3} ;;
+        energy)   stage energy python3 bench/energy/energy.py "$out" ;;
+        debug)    stage debug python3 bench/debug/debug_tools.py --runs 3 --rounds 8 ;;
+        scale)    stage scale python3 bench/scale/scale.py "$out" --rounds ${ROUNDS:-3} ;;
+        startup)  stage startup python3 bench/startup/startup.py --runs 9 ;;
         sweep)    stage sweep python3 -m cubinrun launch configs/vector_add.yaml \
                       --axis "N[pow2]=[16:28:2]" --plot "$out/vector_add_sweep_h200.png" \
                       --jsonl "$out/sweep.jsonl" ;;
-        wheel)    stage wheel bash bench/wheel_acceptance.sh ;;
+        wheel)    stage wheel bash bench/packaging/wheel_acceptance.sh ;;
         *)        echo "unknown stage $s"; exit 2 ;;
     esac
 done

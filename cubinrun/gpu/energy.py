@@ -18,7 +18,7 @@ A kernel the driver will not capture is launched directly instead
 Joules per launch = average power x one launch's time in that stream (GPU
 time of all the launches over their count, from an event pair). Nothing is
 subtracted: it is the whole board's draw while running the kernel, idle
-power included, as Kernel Tuner's NVML observer reports it (bench/energy.py
+power included, as Kernel Tuner's NVML observer reports it (bench/energy/energy.py
 measures the idle power next to it). The average SM clock over the window
 comes from NVML too.
 """

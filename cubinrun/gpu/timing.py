@@ -15,7 +15,7 @@ Four pitfalls shape this:
   cost. Back-to-back launches inside one pair pay it once, so the slope of
   pair time against launch count is the per-launch time, and
   pair(1 launch) - slope is the offset. It is measured on an empty kernel
-  (event_offset_us) and subtracted from every sample; bench/event_offset.py has
+  (event_offset_us) and subtracted from every sample; bench/timing/event_offset.py has
   the measurements behind this (the hot slope agrees with ncu within 1.5%).
 - The number of samples follows a time budget (warm-up and repetitions in ms,
   as `triton.testing.do_bench` does), bounded so that a tiny kernel does not

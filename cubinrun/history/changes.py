@@ -1,7 +1,7 @@
 """Change points in one series: the commits where a kernel's time moved and
 stayed moved.
 
-The method was chosen by measurement (bench/history_detection.py, its table in
+The method was chosen by measurement (bench/history/history_detection.py, its table in
 docs/history.md): PELT with the l2 cost (the optimal segmentation under a
 penalty per change, ruptures' C implementation through `KernelCPD` with the
 linear kernel, so 1000 commits take milliseconds), on the logarithm of the
@@ -30,12 +30,12 @@ from typing import Sequence
 import numpy as np
 
 # The penalty per change point in units of the noise's variance, chosen with
-# bench/history_detection.py for at most 1 false change point in 1000 commits.
+# bench/history/history_detection.py for at most 1 false change point in 1000 commits.
 PENALTY = 22.0
 # How far (in noise units) a point may sit from its neighbours' median before
 # PELT sees it, and how many neighbours (itself included): 9 pulls in up to 4
 # slow processes close together (a layer norm's or conv1d's, on the H200),
-# where 5 let 3 of them make a short level (bench/history_stored_noise.py:
+# where 5 let 3 of them make a short level (bench/history/history_stored_noise.py:
 # 0.12-0.23 false change points per 1000 commit-series against 0.58-0.66).
 CLIP = 3.0
 WINDOW = 9

@@ -2,7 +2,7 @@
 commit's points before change points are looked for.
 
 Measured on an H200 (32 fresh processes of a 9-kernel suite, the files
-bench/results/verdicts_h200_*.json; bench/history_stored_noise.py): a
+bench/verdicts/results/verdicts_h200_*.json; bench/history/history_stored_noise.py): a
 process's medians sit above or below the other processes' by one amount in
 µs for every kernel it times (0.059 µs SD between processes), while what is
 each kernel's own differs by about 0.02 µs. For a 1.3 µs kernel the shared

@@ -10,7 +10,7 @@ expression of + - * over float buffers. For those this module proves the
 outcome in plain Python; for anything else (a file, bf16 and fp8, division,
 functions, integer buffers, a value near a limit) it makes them with NumPy,
 which reports the error exactly as before. A proof only ever says "passes"
-where NumPy's check passes (tests/test_dry_checks.py checks that against
+where NumPy's check passes (tests/hostdata/test_dry_checks.py checks that against
 NumPy), so nothing is weaker: the slow path is just taken less often.
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ cache and one that changes an input's shape does not.
 Entries are dropped oldest first to stay within half the check memory
 (CUBINRUN_CHECK_MEMORY): the other half is for the reference being made.
 Cached arrays are read-only, so no caller can change what a later run gets.
-CUBINRUN_REFERENCE_CACHE=0 turns the cache off (bench/check_sweep.py measures
+CUBINRUN_REFERENCE_CACHE=0 turns the cache off (bench/data/check_sweep.py measures
 what it saves that way).
 """
 from __future__ import annotations

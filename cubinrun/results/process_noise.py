@@ -6,7 +6,7 @@ samples vary inside one: each process gets its own context, allocations and
 event offset, and now and then a whole process runs a few tenths of a
 microsecond slow (H200, 8 fresh processes: 0.16-0.47 us between the extreme
 processes of kernels of 1-6 us, 0.1-0.4% for kernels of 50 us to 1.6 ms;
-bench/verdicts.py). A test that treats two processes' samples as draws from
+bench/verdicts/verdicts.py). A test that treats two processes' samples as draws from
 one distribution calls that shift a regression. So:
 
 - Results with process medians on both sides (`launch --processes N`) are
@@ -30,7 +30,7 @@ from typing import Sequence
 ONE_PROCESS_US = 0.6
 ONE_PROCESS_FRACTION = 0.005
 # Several processes a side: the least the interval of the ratio is widened by
-# (a few processes can agree by chance). Chosen on bench/verdict_model.py's
+# (a few processes can agree by chance). Chosen on bench/verdicts/verdict_model.py's
 # model of the H200's processes: with 0.1 us, 4 processes a side gave 1.3-3 us
 # kernels 2-4% wrong verdicts; with 0.3 us none in 1600 pairs, while +15% of a
 # 5.5 us kernel and +5% of a 55 us one were all still found.

@@ -1,5 +1,5 @@
 // A small CUDA C++ program for `cubinrun capture`'s GPU tests and
-// bench/capture_programs.py, built with nvcc: a kernel taking plain pointers,
+// bench/capture/capture_programs.py, built with nvcc: a kernel taking plain pointers,
 // one taking a struct that holds two pointers into one allocation, and one
 // launched with dynamic shared memory. It prints a checksum of each result.
 #include <cstdio>

@@ -1,5 +1,5 @@
 """A small torch.compile program for `cubinrun capture`'s GPU tests and
-bench/capture_programs.py: pointwise, a softmax, a layer norm + GELU in fp16,
+bench/capture/capture_programs.py: pointwise, a softmax, a layer norm + GELU in fp16,
 a column sum and a cumsum, each compiled by Inductor into Triton kernels.
 It prints a digest of each result, so a capture that changed one shows."""
 import hashlib

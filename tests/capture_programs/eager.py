@@ -1,5 +1,5 @@
 """A small eager PyTorch program for `cubinrun capture`'s GPU tests and
-bench/capture_programs.py: libtorch's own kernels (TensorIterator pointwise
+bench/capture/capture_programs.py: libtorch's own kernels (TensorIterator pointwise
 and reductions, an in-place update, a softmax, an index_select) launched by
 the CUDA runtime. It prints a digest of each result."""
 import hashlib

@@ -65,7 +65,7 @@ class FakeDevice:
 
     Its clock: an event pair reads EVENT_OFFSET_US plus KERNEL_US for every
     launch the fake libcuda took between the two records, like a real pair
-    around back-to-back launches (bench/event_offset.py), less GRAPH_HIDDEN_US
+    around back-to-back launches (bench/timing/event_offset.py), less GRAPH_HIDDEN_US
     for each of them replayed from a graph, which starts a kernel while the one
     before it drains (gpu/timers/graph.py)."""
 

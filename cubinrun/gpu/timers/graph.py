@@ -1,7 +1,7 @@
 """The graph timer: back-to-back launches captured in one CUDA graph, replayed.
 
 For kernels shorter than their launch: from the host each launch costs ~4 us
-(bench/launch_overhead.py), so back-to-back launches of a 2 us kernel leave the
+(bench/launch/launch_overhead.py), so back-to-back launches of a 2 us kernel leave the
 GPU waiting between them, and even behind a spin each event pair adds its own
 ~2 us. A graph replays its launches without the host, so the time of one replay
 over its launch count is the kernel's time in a steady stream of launches, as
