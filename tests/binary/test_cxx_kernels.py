@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from cubinrun.binary.load import load_binary
-from cubinrun.cli import main
 from cubinrun.errors import BuildError, SpecError
 from cubinrun.specfile import load_spec
+from support.cli import run
 from support.repo import REPO
 
 CXX_CONFIGS = REPO / "configs" / "cxx"
@@ -30,13 +30,6 @@ __global__ void reduce6(const T* in, T* out, unsigned int n) {
 __global__ void saxpy(float a, const float* x, float* y, int n) {}
 __global__ void saxpy(double a, const double* x, double* y, int n) {}
 '''
-
-
-def run(capsys, *args) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as done:
-        main([*map(str, args)])
-    out, err = capsys.readouterr()
-    return done.value.code, out, err
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,6 @@ import json
 import os
 import struct
 import sys
-import textwrap
-from contextlib import nullcontext
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,6 +18,7 @@ import yaml
 from support.platforms import skip_on_windows
 from support.repo import REPO
 from support.cli import run
+from support.capture_fakes import Memory, Storage, Tensor
 
 from cubinrun.capture import params as capture_params
 from cubinrun.capture.program import child_environment, run_program
@@ -30,67 +29,8 @@ from cubinrun.capture.summary import Summary
 from cubinrun.errors import UsageError
 from cubinrun.specfile import load_spec
 
-HOOK = REPO / "cubinrun" / "capture" / "hook"
 ENTRY = REPO / "tests" / "fixtures" / "triton" / "3.6.0" / "add_kernel"
 STRUCTS_CUBIN = REPO / "kernels" / "build" / "structs.sm_90.cubin"
-
-
-@pytest.fixture
-def hook(monkeypatch):
-    monkeypatch.syspath_prepend(str(HOOK))
-    import cubinrun_triton_hook
-    cubinrun_triton_hook._state = None
-    yield cubinrun_triton_hook
-    cubinrun_triton_hook._state = None
-
-
-# --- fake tensors and memory, in place of torch -------------------------------------
-class Storage:
-    next_address = 0x7f0000000000
-
-    def __init__(self, nbytes: int):
-        self.bytes = bytearray(nbytes)
-        self.address = Storage.next_address
-        Storage.next_address += 1 << 20
-
-    def data_ptr(self):
-        return self.address
-
-    def nbytes(self):
-        return len(self.bytes)
-
-
-class Tensor:
-    device = SimpleNamespace(type="cuda")
-
-    def __init__(self, values, storage: Storage | None = None, offset: int = 0):
-        values = np.asarray(values, dtype=np.float32)
-        self.storage = storage or Storage(values.nbytes)
-        self.offset, self.n = offset, values.size
-        self.array()[:] = values
-
-    def array(self):
-        return np.frombuffer(self.storage.bytes, np.float32, self.n, self.offset)
-
-    def untyped_storage(self):
-        return self.storage
-
-    def data_ptr(self):
-        return self.storage.address + self.offset
-
-
-class Memory:
-    def read(self, region):
-        return bytes(region.storage.bytes[region.start - region.base:region.end - region.base])
-
-    def write(self, region, data):
-        region.storage.bytes[region.start - region.base:region.end - region.base] = data
-
-    def capturing(self):
-        return False
-
-    def on_stream(self, stream, device):
-        return nullcontext()
 
 
 class AddLauncher:

@@ -6,12 +6,9 @@ and the commit links. Skipped where Playwright or Chromium is missing (.ci/run
 installs Chromium); on Windows the browser test skips, the build is still tested."""
 from __future__ import annotations
 
-import shutil
-import sys
-import time
-
 import pytest
 from support.historydata import fill_store, sha
+from support.browser_pages import opened
 from support.cli import one_error_line, run
 
 pytest.importorskip("alembic", reason="cubinrun history needs the history extra")
@@ -46,35 +43,6 @@ def test_an_existing_report_is_replaced_only_with_force(report, capsys):
     site, db = report
     code, _, err = run(capsys, "history", "report", "--db", db, "--branch", "main", "-o", site)
     assert code == 2 and "pass --force" in one_error_line(err)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if sys.platform == "win32":
-        pytest.skip("the browser test runs on Linux (Debian's chromium)")
-    playwright = pytest.importorskip("playwright.sync_api", reason="Playwright (test extra)")
-    executable = shutil.which("chromium") or shutil.which("chromium-browser")
-    if executable is None:
-        pytest.skip("no Chromium (apt-get install chromium)")
-    with playwright.sync_playwright() as driver:
-        try:
-            chromium = driver.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-        except Exception as exc:                        # noqa: BLE001 (Playwright's own errors)
-            pytest.skip(f"Chromium does not start here: {str(exc).splitlines()[0]}")
-        yield chromium
-        chromium.close()
-
-
-def opened(browser, path):
-    """A page at file://path, with the console's errors collected."""
-    page = browser.new_page(viewport={"width": 1100, "height": 800})
-    errors = []
-    page.on("console", lambda message: errors.append(message.text)
-            if message.type == "error" else None)
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    started = time.perf_counter()
-    page.goto(path.as_uri(), wait_until="load")
-    return page, errors, time.perf_counter() - started
 
 
 def test_the_index_loads_in_chromium_with_every_series(report, browser):

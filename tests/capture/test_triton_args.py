@@ -11,15 +11,15 @@ from types import SimpleNamespace
 import numpy as np
 import yaml
 
-from conftest import REPO
-from test_capture import Memory, Tensor, hook  # noqa: F401 (the hook fixture)
-from test_cli import run
+from support.capture_fakes import Memory, Storage, Tensor
+from support.cli import run
+from support.repo import FIXTURES
 
 from cubinrun.capture.selection import Selection
 from cubinrun.capture.session import write_folder
 from cubinrun.capture.summary import Summary
 
-ENTRY = REPO / "tests" / "fixtures" / "triton" / "3.6.0" / "tuple_kernel"
+ENTRY = FIXTURES / "triton" / "3.6.0" / "tuple_kernel"
 
 
 def installed(hook, stage, entry, cls, signature: dict, constants: dict):
@@ -46,7 +46,7 @@ class TupleLauncher:
         target.array()[:n] = source.array()[:n] * factor
 
 
-def test_a_tuple_argument_becomes_a_list_without_its_constexpr(hook, tmp_path, capsys):  # noqa: F811
+def test_a_tuple_argument_becomes_a_list_without_its_constexpr(hook, tmp_path, capsys):
     stage = tmp_path / "stage"
     launcher = installed(hook, stage, ENTRY, TupleLauncher,
                          {"ptrs": ("*fp32", "*fp32", "constexpr"), "n": "i32",
@@ -68,7 +68,7 @@ def test_a_tuple_argument_becomes_a_list_without_its_constexpr(hook, tmp_path, c
     assert code == 0, err
 
 
-TMA_ENTRY = REPO / "tests" / "fixtures" / "triton" / "3.6.0" / "tma_copy_kernel"
+TMA_ENTRY = FIXTURES / "triton" / "3.6.0" / "tma_copy_kernel"
 
 
 class HalfTensor(Tensor):
@@ -76,7 +76,6 @@ class HalfTensor(Tensor):
 
     def __init__(self, values):
         values = np.asarray(values, dtype=np.float16)
-        from test_capture import Storage
         self.storage, self.offset, self.n = Storage(values.nbytes), 0, values.size
         self.array()[:] = values.ravel()
 
@@ -98,7 +97,7 @@ class CopyLauncher:
         target.array()[:] = source.array()
 
 
-def test_a_tensor_descriptor_becomes_a_descriptor_of_a_buffer_of_its_shape(hook, tmp_path,  # noqa: F811
+def test_a_tensor_descriptor_becomes_a_descriptor_of_a_buffer_of_its_shape(hook, tmp_path,
                                                                           capsys):
     stage = tmp_path / "stage"
     signature = {"in_desc": "tensordesc<fp16[64, 64]>", "out_desc": "tensordesc<fp16[64, 64]>",

@@ -15,12 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import PACKAGE_PARENT
+from support.repo import CUBINS, PACKAGE_PARENT
 
 pytest.importorskip("optuna", reason="cubinrun tune needs the tune extra (Optuna)")
 
-REPO = Path(__file__).resolve().parent.parent
-CUBIN = REPO / "kernels" / "build" / "vector_add.sm_90.cubin"
+CUBIN = CUBINS / "vector_add.sm_90.cubin"
 BLOCKS = [256, 512, 1024]
 
 

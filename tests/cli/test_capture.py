@@ -8,11 +8,11 @@ import os
 import subprocess
 import sys
 
-from conftest import REPO
+from support.repo import PACKAGE_PARENT
 
 
 def _capture(*args: str, cwd) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=str(PACKAGE_PARENT))
     return subprocess.run([sys.executable, "-m", "cubinrun", "capture", *args], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=120)
 

@@ -3,13 +3,13 @@ fatbin): compressed entries unpacked, through the system's libzstd when the
 zstandard package is missing, and nothing from an image that holds none."""
 from __future__ import annotations
 
-from conftest import REPO
+from support.repo import FIXTURES
 
 from cubinrun.binary.cubin import read_cubin
 from cubinrun.capture import module_images
 from cubinrun.capture.module_images import cubins_in
 
-CUBINS = REPO / "tests" / "fixtures" / "cubins"
+CUBINS = FIXTURES / "cubins"
 
 
 def test_a_compressed_fatbin_gives_its_cubin_unpacked():

@@ -16,7 +16,7 @@ from elftools.elf.elffile import ELFFile
 
 from cubinrun.binary.cubin import CubinInfo, KernelInfo, read_cubin
 from cubinrun.binary.names import kernel_name, param_types, parse_name
-from test_cxx_kernels import run
+from support.cli import run
 
 SOURCE = r'''
 namespace ns { template <typename A> struct Kernel { struct Params { A* out; A alpha; int n; }; }; }

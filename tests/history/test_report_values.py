@@ -1,6 +1,6 @@
 """`history report` of what a store may hold: any finite time draws (1.7e308,
 5e-324, 0, mixed; 1.7e308 made the axis overflow), checked in Chromium as in
-test_history_report.py; the index lists points in numeric order with the
+test_report.py; the index lists points in numeric order with the
 unit of its times, a series no run timed is `untimed` with no empty interval,
 and one commit is "1 commit". `history add` refuses a `launch --dry-run`
 results file (a real one, from a real process) in one line."""
@@ -15,15 +15,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import PACKAGE_PARENT
-from historydata import add_args, result
-from test_cli import one_error_line, run
-from test_history_report import browser, opened  # noqa: F401 (the browser fixture)
+from support.browser_pages import opened
+from support.cli import one_error_line, run
+from support.historydata import add_args, result
+from support.repo import CONFIGS, PACKAGE_PARENT
 
 pytest.importorskip("alembic", reason="cubinrun history needs the history extra")
 pytest.importorskip("ruptures", reason="cubinrun history needs the history extra")
 
-REPO = Path(__file__).resolve().parent.parent
 EXTREME = {"mixed.yaml": [1.0, 1.1, 1.7e308, 5e-324, 0.0, 2.0],
            "huge.yaml": [1.7e308] * 3 + [1.6e308] * 3,
            "tiny.yaml": [5e-324] * 6,
@@ -108,7 +107,7 @@ def test_one_commit_is_one_commit(site):
     assert "1 commit ·" in page and "0 change points" in page and "1 commits" not in page
 
 
-def test_the_extreme_pages_load_in_chromium_without_errors(site, browser):  # noqa: F811
+def test_the_extreme_pages_load_in_chromium_without_errors(site, browser):
     index, errors, _ = opened(browser, site / "index.html")
     assert errors == [] and index.locator("tbody tr").count() == len(EXTREME) + 4
     spark = index.locator("svg.spark polyline")
@@ -131,7 +130,7 @@ def test_the_extreme_pages_load_in_chromium_without_errors(site, browser):  # no
 
 def test_history_add_refuses_a_dry_run_results_file(tmp_path, capsys):
     dry = tmp_path / "dry.jsonl"
-    done = cubinrun("launch", "--dry-run", REPO / "configs" / "vector_add.yaml", "--jsonl", dry,
+    done = cubinrun("launch", "--dry-run", CONFIGS / "vector_add.yaml", "--jsonl", dry,
                     cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     db = str(tmp_path / "h.sqlite")

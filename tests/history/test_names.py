@@ -14,9 +14,9 @@ import sys
 from html.parser import HTMLParser
 
 import pytest
-from conftest import PACKAGE_PARENT
-from historydata import DEVICE, add_args, result, sha, write_commits
-from test_cli import run
+from support.cli import run
+from support.historydata import DEVICE, add_args, result, sha, write_commits
+from support.repo import PACKAGE_PARENT
 
 from cubinrun.errors import one_line
 

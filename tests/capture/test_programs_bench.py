@@ -1,21 +1,22 @@
-"""bench/capture_programs.py's count of distinct kernels from a capture.json:
+"""bench/capture/capture_programs.py's count of distinct kernels from a capture.json:
 a kernel captured anywhere is captured (though left out elsewhere, e.g. at its
 graph's capture), a repeat is no kernel left out, and a kernel passes only when
 every spec of it replayed and passed."""
 from __future__ import annotations
 
-import sys
+import importlib.util
 
-from conftest import REPO
+from support.repo import REPO
 
 
 def _bench():
-    sys.path.insert(0, str(REPO / "bench"))
-    try:
-        import capture_programs
-    finally:
-        sys.path.pop(0)
-    return capture_programs
+    # By its path, not its name: `capture_programs` is also the folder
+    # tests/capture_programs/, and tests/ is on sys.path.
+    path = REPO / "bench" / "capture" / "capture_programs.py"
+    spec = importlib.util.spec_from_file_location("bench_capture_programs", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_kernels_seen_captured_passing_and_left_out_by_reason():
