@@ -18,6 +18,8 @@ typedef unsigned char u8;
 CR_DEV double as_double(u64 b) { return __longlong_as_double((long long)b); }
 CR_DEV u64 as_bits(double x) { return (u64)__double_as_longlong(x); }
 CR_DEV u64 mulhi64(u64 a, u64 b) { return __umul64hi(a, b); }
+CR_DEV void memcpy_float(float *f, u32 b) { *f = __uint_as_float(b); }
+CR_DEV u32 float_bits(float f) { return __float_as_uint(f); }
 #else
 #include <math.h>
 #include <string.h>
@@ -30,6 +32,8 @@ extern "C" { u64 cr_host_thread = 0, cr_host_threads = 1; }
 CR_DEV double as_double(u64 b) { double x; memcpy(&x, &b, 8); return x; }
 CR_DEV u64 as_bits(double x) { u64 b; memcpy(&b, &x, 8); return b; }
 CR_DEV u64 mulhi64(u64 a, u64 b) { return (u64)(((unsigned __int128)a * b) >> 64); }
+CR_DEV void memcpy_float(float *f, u32 b) { memcpy(f, &b, 4); }
+CR_DEV u32 float_bits(float f) { u32 b; memcpy(&b, &f, 4); return b; }
 #endif
 
 // ---------------------------------------------------------------- element types

@@ -1,0 +1,332 @@
+"""The device-data sources, built with the host's C++ compiler (tests/hostcxx.py),
+against the host's own path: inputs drawn by device_draws.cu are NumPy's stream
+bit for bit, and the generated check kernels report what check.py reports
+(counts, largest errors, first mismatches) on passing and failing outputs.
+The same source is what NVRTC compiles for the GPU (test_gpu_device_data.py)."""
+from __future__ import annotations
+
+import ctypes as C
+import json
+import math
+
+import numpy as np
+import pytest
+
+import hostcxx
+from cubinrun.dtypes import ELEMENT_TYPES as T
+from cubinrun.errors import SpecError
+from cubinrun.hostdata import device_draws as dd
+from cubinrun.hostdata.check import Checker, run_check
+from cubinrun.hostdata.device_check_source import (SHOW_WORDS, STATS_WORDS, DeviceCheck,
+                                                   device_check, run_device_check)
+from cubinrun.hostdata.device_draws import DeviceDraw, HostOnly, device_draw
+from cubinrun.hostdata.values import input_values
+from cubinrun.specfile.expr import parse_expr
+from cubinrun.specfile.model import BufferArg, Check, Init
+
+pytestmark = pytest.mark.skipif(hostcxx.compiler() is None, reason="no host C++ compiler")
+U = C.c_uint64
+MODES = {"bits": 0, "close": 1, "equal": 2}
+
+
+def buffer(name, dtype, n, init, shape=None):
+    return BufferArg(name, T[dtype], shape or (n,), init)
+
+
+def draw_on_host_cxx(plan: DeviceDraw, threads: int = 1) -> np.ndarray:
+    """What gpu/device_data.py has the device make, made by the host build."""
+    module = hostcxx.build(dd.draws_source())
+    host = {0: np.float64, 1: np.float32, 2: np.uint16, 3: np.uint16, 4: np.int8, 5: np.int16,
+            6: np.int32, 7: np.int64, 8: np.uint8, 9: np.uint16, 10: np.uint32, 11: np.uint64,
+            12: np.uint8}[plan.type_code]
+    out = np.zeros(plan.count, dtype=host)
+    n, code, state = U(plan.count), C.c_int(plan.type_code), [U(w) for w in plan.state]
+    if plan.kind == "uniform":
+        low, span, first = plan.args
+        module.launch("cr_uniform", threads, out, n, code, low, span, *state, U(first))
+    elif plan.kind == "arange":
+        module.launch("cr_arange", threads, out, n, code, U(plan.args[0]))
+    elif plan.kind == "fill8":
+        module.launch("cr_fill8", threads, out, n, U(plan.args[0]))
+    else:
+        layout = dd.stitch(plan.count, lambda segments, first, start: _segments(
+            module, state, segments, first, start))
+        unsure = np.zeros(1, np.uint32)
+        lo, hi = plan.clip or (0.0, 0.0)
+        module.launch("cr_normal_values", threads, out, n, code, plan.loc, plan.scale,
+                      C.c_int(plan.clip is not None), lo, hi, U(len(layout.starts)),
+                      layout.starts, layout.offsets, *state, unsure)
+        assert layout.unsure == 0 and unsure[0] == 0
+    return out
+
+
+def _segments(module, state, segments, first, start):
+    counts = np.zeros(segments, np.uint32)
+    exits = np.zeros(segments, np.uint64)
+    kept = np.zeros((segments, dd.KEEP), np.uint16)
+    unsure = np.zeros(1, np.uint32)
+    module.launch("cr_normal_segments", 1, U(segments), U(first), U(dd.SEGMENT),
+                  U((1 << 64) - 1 if start is None else start), *state, counts, exits, kept,
+                  unsure)
+    return dd.Segments(counts, exits, kept, int(unsure[0]))
+
+
+def same_bits(device: np.ndarray, b: BufferArg, index: int = 0) -> None:
+    host = input_values(b, index).whole().reshape(-1)
+    assert host.tobytes() == device.tobytes(), \
+        np.flatnonzero(host.view(np.uint8) != device.view(np.uint8))[:5]
+
+
+# ---------------------------------------------------------------- draws
+
+@pytest.mark.parametrize("dtype", ["fp64", "fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("seed,index", [(0, 0), (7, 0), (2**63 + 5, 2)])
+def test_uniform_is_numpys_stream(dtype, seed, index):
+    for init in (Init("random", seed=seed), Init("random", low=-3e4, high=6e4, seed=seed)):
+        b = buffer("x", dtype, 20_001, init)
+        plan = device_draw(b, index)
+        assert isinstance(plan, DeviceDraw) and plan.kind == "uniform"
+        same_bits(draw_on_host_cxx(plan, threads=3), b, index)
+
+
+@pytest.mark.parametrize("dtype,mean,std", [("fp64", 0.0, 1.0), ("fp32", 2.5, 0.25),
+                                            ("fp16", -1.0, 3.0), ("bf16", 0.0, 1e-3),
+                                            ("i32", 0.0, 100.0), ("i8", 0.0, 20.0),
+                                            ("u8", 128.0, 20.0)])
+def test_normal_is_numpys_stream_across_segments(dtype, mean, std):
+    # 3e5 values: ~75 segments, their seams stitched; ~80 values from the ziggurat's tail
+    b = buffer("y", dtype, 300_000, Init("random", distribution="normal", mean=mean, std=std,
+                                         seed=11))
+    plan = device_draw(b)
+    assert isinstance(plan, DeviceDraw) and plan.kind == "normal"
+    same_bits(draw_on_host_cxx(plan), b)
+
+
+def test_normal_clipped_to_a_narrow_type_saturates_as_the_host_does():
+    b = buffer("z", "i8", 50_000, Init("random", distribution="normal", mean=0.0, std=21.0,
+                                       seed=3))
+    plan = device_draw(b)
+    assert plan.clip is not None                    # 16 std reach past i8: the host clips too
+    same_bits(draw_on_host_cxx(plan), b)
+
+
+def test_stitching_redraws_a_segment_whose_draw_never_fell_into_step():
+    module = hostcxx.build(dd.draws_source())
+    state = [U(w) for w in device_draw(buffer("y", "fp64", 10, Init(
+        "random", distribution="normal", seed=5))).state]
+    calls = []
+
+    def run(segments, first, start):
+        calls.append((segments, first, start))
+        seg = _segments(module, state, segments, first, start)
+        if start is None:
+            seg.kept[4] = 0xFFFF                    # as if segment 4 kept none of the true starts
+            seg.kept[4, 0] = 0
+            seg.exits[4] += 0                       # its exit is judged again after the redraw
+        return seg
+    layout = dd.stitch(100_000, run)
+    assert 4 in layout.redrawn or layout.starts[4] == 4 * dd.SEGMENT
+    out = np.zeros(100_000)
+    unsure = np.zeros(1, np.uint32)
+    module.launch("cr_normal_values", 1, out, U(100_000), C.c_int(0), 0.0, 1.0, C.c_int(0),
+                  0.0, 0.0, U(len(layout.starts)), layout.starts, layout.offsets, *state, unsure)
+    from cubinrun.hostdata.pcgstream import Stream
+    ref = Stream(5, 0).at(0).standard_normal(100_000)
+    assert np.array_equal(out, ref)
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16", "i8", "u16", "i64", "i1"])
+def test_arange_and_fills(dtype):
+    n = 70_000 if dtype in ("fp32", "i8", "u16", "i64", "i1") else 2048
+    b = buffer("a", dtype, n, Init("arange"))
+    same_bits(draw_on_host_cxx(device_draw(b), threads=5), b)
+    if T[dtype].size == 8:
+        f = buffer("f", dtype, 1000, Init("fill", value=-3))
+        same_bits(draw_on_host_cxx(device_draw(f)), f)
+
+
+def test_fp64_fill_is_a_kernel_and_small_fills_stay_memsets():
+    f = buffer("f", "fp64", 100, Init("fill", value=0.1))
+    plan = device_draw(f)
+    assert plan.kind == "fill8"
+    same_bits(draw_on_host_cxx(plan), f)
+    assert isinstance(device_draw(buffer("g", "fp32", 10, Init("ones"))), HostOnly)
+
+
+def test_what_stays_on_the_host_and_why(tmp_path):
+    np.save(tmp_path / "v.npy", np.zeros(4, np.float32))
+    cases = {
+        "file": (buffer("x", "fp32", 4, Init("file", path=tmp_path / "v.npy")), "file"),
+        "ints": (buffer("x", "i32", 4, Init("random")), "bounded integers"),
+        "fp8": (buffer("x", "fp8e4nv", 4, Init("random")), "fp8"),
+    }
+    for name, (b, why) in cases.items():
+        found = device_draw(b)
+        assert isinstance(found, HostOnly) and why in found.reason, name
+
+
+def test_bad_inits_keep_their_one_line_errors():
+    with pytest.raises(SpecError, match="does not fit"):
+        device_draw(buffer("x", "fp16", 4, Init("random", low=0.0, high=1e6)))
+
+
+def _cpu_has_fma() -> bool:
+    try:
+        return " fma " in open("/proc/cpuinfo").read().replace("\n", " ")
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _cpu_has_fma(), reason="glibc's log1p without FMA rounds 1 in 10**4 apart")
+def test_log1p_is_the_host_libm():
+    """The ziggurat's tail calls libm's log1p on the host; the device's copy must
+    give its bits (checked on 400 000 arguments of every binade the tail uses)."""
+    source = dd.draws_source() + """
+extern "C" void many_log1p(const double *x, double *y, u64 n) {
+    for (u64 i = 0; i < n; i++) y[i] = gl_log1p(x[i]);
+}"""
+    module = hostcxx.build(source)
+    rng = np.random.default_rng(0)
+    x = -np.concatenate([rng.random(200_000), rng.random(200_000) * 2.0 ** -rng.integers(
+        1, 60, 200_000)])
+    y = np.zeros_like(x)
+    module.lib.many_log1p(C.c_void_p(x.ctypes.data), C.c_void_p(y.ctypes.data), U(len(x)))
+    libm = C.CDLL("libm.so.6")
+    libm.log1p.restype, libm.log1p.argtypes = C.c_double, [C.c_double]
+    expected = np.array([libm.log1p(v) for v in x[::7]])
+    assert np.array_equal(y[::7], expected)
+
+
+# ---------------------------------------------------------------- checks
+
+def host_cxx_check(dc: DeviceCheck, check: Check, output: BufferArg, out: np.ndarray,
+                   arrays: dict, threads: int = 2):
+    """run_device_check with the check's kernels built by the host compiler."""
+    module = hostcxx.build(dc.source)
+    inputs = [np.ascontiguousarray(arrays[name]).reshape(-1) for name in dc.inputs]
+    scalars = [C.c_double(v) if t == "d" else C.c_int64(v) for t, v in dc.scalars]
+    rule = [C.c_int(MODES[dc.mode]), C.c_int(dc.wrap), dc.rtol, dc.atol, C.c_int(dc.nan_ok)]
+    flat = np.ascontiguousarray(out).reshape(-1)
+
+    def launch_check(after):
+        stats = np.array([0, 0, 0, 0, (1 << 64) - 1], dtype=np.uint64)
+        module.launch("cr_check", threads, *inputs, *scalars, flat, U(flat.size), U(after),
+                      *rule, stats)
+        return stats
+
+    def launch_show(indices):
+        shown = np.zeros(len(indices) * SHOW_WORDS, np.uint64)
+        module.launch("cr_check_show", 1, *inputs, *scalars, flat,
+                      np.array(indices, np.uint64), U(len(indices)), *rule, shown)
+        return shown
+    assert STATS_WORDS == 5
+    return run_device_check(dc, check, output, launch_check, launch_show)
+
+
+def both(expect, out, arrays, out_dtype, in_types, scalars=None, **options):
+    check = Check("out", expect=parse_expr(expect, arrays=True), **options)
+    output = BufferArg("out", T[out_dtype], out.shape, Init("zeros"))
+    buffers = {name: BufferArg(name, T[in_types[name]], a.shape, Init("zeros"))
+               for name, a in arrays.items()}
+    buffers["out"] = output
+    dc = device_check(check, output, buffers, scalars or {})
+    assert isinstance(dc, DeviceCheck), dc
+    host = run_check(check, out, T[out_dtype], arrays, scalars or {},
+                     {n: T[t] for n, t in in_types.items()})
+    device = host_cxx_check(dc, check, output, out, arrays)
+    return json.loads(json.dumps(host.to_json())), json.loads(json.dumps(device.to_json()))
+
+
+def _float_case(dtype, n=5000, seed=0):
+    rng = np.random.default_rng(seed)
+    host = T[dtype].numpy_dtype()
+    x = rng.uniform(-1, 1, n).astype(host)
+    y = rng.uniform(-1, 1, n).astype(host)
+    ref = 2.5 * x.astype(np.float64) + y.astype(np.float64)
+    return x, y, ref.astype(host)
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp64", "fp16", "bf16"])
+def test_axpy_passing_and_failing_as_the_host_says(dtype):
+    x, y, out = _float_case(dtype)
+    arrays, types = {"x": x, "y": y}, {"x": dtype, "y": dtype}
+    host, device = both("a * x + y", out, arrays, dtype, types, {"a": 2.5})
+    assert host == device and host["passed"]
+    bad = out.copy()
+    bad[[3, 17, 4000]] = np.array([5.0, np.nan, np.inf]).astype(bad.dtype)
+    bad[100:130] = bad[100:130] * 1.5
+    for options in ({}, {"nan_ok": True}, {"rtol": 0.3, "atol": 0.0}, {"exact": True}):
+        host, device = both("a * x + y", bad, arrays, dtype, types, {"a": 2.5}, **options)
+        assert host == device and not host["passed"], options
+        assert len(device["first_mismatches"]) == 8
+
+
+def test_nan_on_both_sides_and_infinities():
+    x = np.array([1.0, np.nan, np.inf, -np.inf, 0.0, 2.0])
+    out = np.array([1.0, np.nan, np.inf, np.inf, -0.0, np.nan])
+    for options in ({}, {"nan_ok": True}, {"exact": True}, {"exact": True, "nan_ok": True}):
+        host, device = both("x", out, {"x": x}, "fp64", {"x": "fp64"}, **options)
+        assert host == device, options
+
+
+@pytest.mark.parametrize("expect,out_dtype", [
+    ("x + y", "i32"), ("x * y - 7", "i16"), ("x > y", "i1"), ("x - y", "u8"),
+    ("where(x > y, x, y)", "i64"), ("max(x, y)", "i32"), ("abs(x - y)", "i32"),
+    ("x / y", "fp64"), ("sqrt(abs(x)) + 0.5", "fp32"), ("minimum(x, 3)", "i8"),
+])
+def test_integer_references_wrap_as_stores_do(expect, out_dtype):
+    rng = np.random.default_rng(2)
+    x = rng.integers(-2**31, 2**31 - 1, 3000, dtype=np.int32)
+    y = rng.integers(1, 2**31 - 1, 3000, dtype=np.int32)
+    arrays, types = {"x": x, "y": y}, {"x": "i32", "y": "i32"}
+    env = {n: a.astype(np.int64) for n, a in arrays.items()}
+    with np.errstate(all="ignore"):
+        good = np.asarray(parse_expr(expect, arrays=True).evaluate(env))
+    if T[out_dtype].kind == "float":
+        good = good.astype(T[out_dtype].numpy_dtype())
+    else:
+        good = good.astype(T[out_dtype].numpy_dtype())       # wraps as the store does
+    host, device = both(expect, good, arrays, out_dtype, types)
+    assert host == device and host["passed"]
+    bad = good.copy()
+    bad[::97] = bad[::97] ^ 1 if bad.dtype != bool and bad.dtype.kind != "f" else ~bad[::97] \
+        if bad.dtype == bool else bad[::97] + 1
+    host, device = both(expect, bad, arrays, out_dtype, types)
+    assert host == device and not host["passed"]
+    host, device = both(expect, bad, arrays, out_dtype, types, rtol=1e-3, atol=0.5)
+    assert host == device
+
+
+def test_scalar_parts_are_worked_out_in_python():
+    x = np.arange(10, dtype=np.float32)
+    host, device = both("x * (N - 1) / 2**3", (x * 9 / 8).astype(np.float32), {"x": x}, "fp32",
+                        {"x": "fp32"}, {"N": 10})
+    assert host == device and host["passed"]
+
+
+@pytest.mark.parametrize("expect,why", [
+    ("x @ y", "whole-array"), ("exp(x)", "NumPy's own"), ("x // 2", "integer rules"),
+    ("x < y < 1", "chained"), ("sum(x, axis=0)", "whole-array"),
+])
+def test_what_checks_stay_on_the_host_and_why(expect, why):
+    x = BufferArg("x", T["fp32"], (4, 4), Init("zeros"))
+    y = BufferArg("y", T["fp32"], (4, 4), Init("zeros"))
+    out = BufferArg("out", T["fp32"], (4, 4), Init("zeros"))
+    found = device_check(Check("out", expect=parse_expr(expect, arrays=True)), out,
+                         {"x": x, "y": y, "out": out}, {})
+    assert isinstance(found, HostOnly) and why in found.reason, found
+
+
+def test_broadcasts_regions_files_and_globals_stay_on_the_host(tmp_path):
+    x = BufferArg("x", T["fp32"], (4,), Init("zeros"))
+    out = BufferArg("out", T["fp32"], (3, 4), Init("zeros"))
+    buffers = {"x": x, "out": out}
+    reasons = [
+        device_check(Check("out", expect=parse_expr("x", arrays=True)), out, buffers, {}),
+        device_check(Check("out", file=tmp_path / "r.npy"), out, buffers, {}),
+        device_check(Check("out", expect=parse_expr("x", arrays=True),
+                           region=(slice(1, None),)), out, buffers, {}),
+        device_check(Check("g", expect=parse_expr("x", arrays=True)), None, buffers, {}),
+    ]
+    assert [type(r) for r in reasons] == [HostOnly] * 4
+    assert "broadcasts" in reasons[0].reason and "file" in reasons[1].reason
