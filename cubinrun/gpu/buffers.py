@@ -1,10 +1,12 @@
 """Device memory for one launch: the spec's buffers (filled from their inputs)
 and the scratch areas, freed together at the end.
 
-Inputs are never whole in host memory: each buffer's input is made block by
-block into pinned staging slots and copied while the next blocks are made
-(`transfer.Staging`); buffers whose every element is the same (zeros, and
-fills of 1, 2 or 4 bytes) are set by the device instead. The inputs stay
+Inputs are never whole in host memory: what the device can draw itself
+(random floats, aranges, fills: gpu/device_data.py) it draws, value for value
+the host's stream; the rest is made block by block into pinned staging slots
+and copied while the next blocks are made (`transfer.Staging`); buffers whose
+every element is the same (zeros, and fills of 1, 2 or 4 bytes) are set by a
+memset. The inputs stay
 available, as `hostdata.InputValues`, for the check to read again.
 """
 from __future__ import annotations
@@ -44,6 +46,7 @@ class DeviceMemory:
     guards: list = field(default_factory=list)
     globals: dict = field(default_factory=dict)     # module_globals.DeviceGlobal, by name
     copies: InputCopies | None = None   # a session's kept inputs (gpu/input_copies.py)
+    on_device: list[str] = field(default_factory=list)     # inputs the device drew itself
     _allocations: list[int] = field(default_factory=list)
 
     def _alloc(self, nbytes: int, align: int = 1) -> int:
@@ -91,12 +94,28 @@ class DeviceMemory:
             key = copy_key(position, values) if copies else None
             if copies and copies.restore(key, buffer.pointer, nbytes, staging.stream):
                 continue
-            staging.upload(buffer.pointer, values.host, values.count, values.block_size,
-                           values.block)
+            if not self._drawn_on_device(position, buffer):
+                staging.upload(buffer.pointer, values.host, values.count, values.block_size,
+                               values.block)
             if copies:
                 copies.keep(key, buffer.pointer, nbytes, staging.stream)
         staging.finish()
         del kept
+
+    def _drawn_on_device(self, position: int, buffer: DeviceBuffer) -> bool:
+        """Made by the device itself (gpu/device_data.py), the same values the host
+        would upload; False when it is the host's to make."""
+        from . import device_data
+        from ..hostdata.device_draws import DeviceDraw, device_draw
+        if not device_data.enabled():
+            return False
+        plan = device_draw(buffer.spec, position, buffer.values)
+        if not isinstance(plan, DeviceDraw):
+            return False
+        if device_data.draw(plan, buffer.pointer, self.staging.stream):
+            self.on_device.append(buffer.spec.name)
+            return True
+        return False
 
     def restore(self, plan: Plan) -> None:
         """Back to the state before the first launch (`--repeat`): the scratch zeroed

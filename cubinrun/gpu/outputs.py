@@ -1,4 +1,6 @@
-"""The outputs after a launch: downloaded through the staging slots, checked and
+"""The outputs after a launch: checked on the device where it can
+(gpu/device_data.py: an elementwise `expect:`, only counts and the first
+mismatches come back), else downloaded through the staging slots, checked and
 saved slot by slot while the next slots arrive.
 
 Each checked output is compared box by box on the worker threads (check.Checker)
@@ -76,9 +78,10 @@ def check_and_save(spec, memory, ahead: Future | None = None) -> Outputs:
         inputs.update((name, g.values) for name, g in memory.globals.items())
         checkers = make_checkers(spec, inputs)
     began, waited = time.perf_counter(), memory.staging.waits.copies
+    on_device = _device_checks(spec, memory, checkers)
     parts: dict[int, list] = {}
     for buffer in spec.buffers.values():
-        mine = [c for c in checkers if c.check.output == buffer.name]
+        mine = [c for c in checkers if c.check.output == buffer.name and id(c) not in on_device]
         if any(c.check.region is not None for c in mine):
             whole = _download_whole(memory, buffer)
             for c in mine:
@@ -94,10 +97,31 @@ def check_and_save(spec, memory, ahead: Future | None = None) -> Outputs:
         for c in checkers:
             if c.check.output in values:
                 parts[id(c)] = _compare_whole(c, values[c.check.output])
-    done = Outputs([c.result(parts[id(c)]) for c in checkers],
+    done = Outputs([on_device[id(c)] if id(c) in on_device else c.result(parts[id(c)])
+                    for c in checkers],
                    [str(b.save) for b in spec.buffers.values() if b.save])
     download = memory.staging.waits.copies - waited
     done.seconds = {"download": download, "check": time.perf_counter() - began - download}
+    return done
+
+
+def _device_checks(spec, memory, checkers) -> dict:
+    """The checks the device runs (hostdata/device_check_source.py says which and
+    why): their CheckResults by id of the host's checker, which then reads nothing."""
+    from . import device_data
+    from ..hostdata.device_check_source import DeviceCheck, device_check
+    if not device_data.enabled():
+        return {}
+    env = spec.expression_env()
+    pointers = {name: b.pointer for name, b in memory.buffers.items()}
+    done = {}
+    for c in checkers:
+        output = spec.buffers.get(c.check.output)
+        dc = device_check(c.check, output, spec.buffers, env, frozenset(spec.globals))
+        if isinstance(dc, DeviceCheck):
+            result = device_data.run_check(dc, c.check, output, pointers, memory.staging.stream)
+            if result is not None:
+                done[id(c)] = result
     return done
 
 

@@ -77,12 +77,14 @@ class DeviceDraw:
     scale: float = 1.0
 
 
-def device_draw(buffer: BufferArg, index: int = 0) -> DeviceDraw | HostOnly:
+def device_draw(buffer: BufferArg, index: int = 0, values=None) -> DeviceDraw | HostOnly:
     """How `buffer`'s input is made on the device, or why it is not. The init is
     checked first by the host's own rules (values.input_values: a SpecError for an
-    init the dtype cannot hold), so both paths refuse the same specs."""
+    init the dtype cannot hold), so both paths refuse the same specs; `values`:
+    the buffer's InputValues when already made (so checked)."""
     init, dtype = buffer.init, buffer.dtype
-    values = input_values(buffer, index)     # checks; draws nothing but a random integer buffer
+    if values is None:
+        values = input_values(buffer, index)     # draws nothing but a random integer buffer
     if init.kind == "file":
         return HostOnly("a file: input is read on the host")
     if init.kind in ("zeros", "ones", "fill") and values.pattern is not None:

@@ -1,0 +1,175 @@
+"""Data that never leaves the GPU: inputs drawn and outputs checked on the device
+(hostdata/device_draws.py and device_check_source.py say what can and why).
+
+The sources are compiled with NVRTC once per source and device arch and cached
+like any `source:` kernel (binary/nvrtc.py: `nvrtc/` in the cache), without
+fused multiply-add, so the device rounds as NumPy does; the loaded modules are
+kept for the process. `CUBINRUN_DATA=host` forces the host path (the bench
+compares both in one run; a user can rule the device out): inputs made on the
+host and uploaded, outputs downloaded and checked there. A source NVRTC cannot
+compile (no NVRTC wheel) also leaves everything on the host.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+from typing import Mapping
+
+import numpy as np
+
+from . import driver
+from ..errors import BuildError
+from ..hostdata.device_draws import (KEEP, SEGMENT, DeviceDraw, Segments, draws_source,
+                                     stitch)
+
+THREADS = 256
+MAX_BLOCKS = 4096
+_MODES = {"bits": 0, "close": 1, "equal": 2}
+_U64 = ctypes.c_uint64
+_EVERYTHING = (1 << 64) - 1
+_modules: dict[tuple[str, str], object] = {}
+
+
+def enabled() -> bool:
+    """False when CUBINRUN_DATA=host asks for the host path."""
+    return os.environ.get("CUBINRUN_DATA", "device").strip().lower() != "host"
+
+
+def _function(source: str, name: str, kernel: str):
+    """A kernel of `source`, compiled for the current device (cached on disk) and
+    loaded once per process; None when NVRTC cannot build it."""
+    from ..binary.nvrtc import arch_for_capability, cached_compile
+    arch = arch_for_capability(*driver.current_capability())
+    key = (source, arch)
+    if key not in _modules:
+        try:
+            built = cached_compile(source, name=name, arch=arch, options=["--fmad=false"])
+        except BuildError:
+            _modules[key] = None
+        else:
+            _modules[key] = driver.load_module(built.compiled.cubin, what=name)
+    module = _modules[key]
+    return None if module is None else driver.get_function(module, kernel)
+
+
+def _grid(count: int) -> int:
+    return max(1, min(MAX_BLOCKS, -(-count // THREADS)))
+
+
+def _launch(function, count: int, args: list, stream: int, what: str) -> None:
+    driver.launch_kernel(function, _grid(count), THREADS, args, stream, context=what)
+
+
+# ---------------------------------------------------------------- inputs
+
+def draw(plan: DeviceDraw, pointer: int, stream: int) -> bool:
+    """Make the buffer at `pointer` on the device; False (nothing written) when it
+    must be made on the host after all (no NVRTC, or a normal the device's exp()
+    left in doubt)."""
+    source = draws_source()
+    kernel = {"uniform": "cr_uniform", "arange": "cr_arange", "fill8": "cr_fill8",
+              "normal": "cr_normal_values"}[plan.kind]
+    function = _function(source, "cubinrun_device_draws.cu", kernel)
+    if function is None:
+        return False
+    out, n, code = ctypes.c_void_p(pointer), _U64(plan.count), ctypes.c_int(plan.type_code)
+    state = [_U64(w) for w in plan.state]
+    what = f"{plan.kind} input drawn on the device"
+    if plan.kind == "uniform":
+        low, span, first = plan.args
+        _launch(function, plan.count, [out, n, code, ctypes.c_double(low),
+                                       ctypes.c_double(span), *state, _U64(first)], stream, what)
+    elif plan.kind == "arange":
+        _launch(function, plan.count, [out, n, code, _U64(plan.args[0])], stream, what)
+    elif plan.kind == "fill8":
+        _launch(function, plan.count, [out, n, _U64(plan.args[0])], stream, what)
+    else:
+        return _normal(plan, function, _function(source, "cubinrun_device_draws.cu",
+                                                 "cr_normal_segments"), out, stream)
+    return True
+
+
+def _normal(plan: DeviceDraw, values_fn, segments_fn, out, stream: int) -> bool:
+    state = [_U64(w) for w in plan.state]
+    scratch: list[int] = []
+
+    def device_array(nbytes: int) -> int:
+        scratch.append(driver.alloc(nbytes))
+        driver.memset_async(scratch[-1], 0, nbytes, stream)
+        return scratch[-1]
+
+    def run(segments: int, first: int, start: int | None) -> Segments:
+        counts, exits = device_array(4 * segments), device_array(8 * segments)
+        kept, unsure = device_array(2 * KEEP * segments), device_array(8)
+        _launch(segments_fn, segments,
+                [_U64(segments), _U64(first), _U64(SEGMENT),
+                 _U64(_EVERYTHING if start is None else start), *state,
+                 ctypes.c_void_p(counts), ctypes.c_void_p(exits), ctypes.c_void_p(kept),
+                 ctypes.c_void_p(unsure)], stream, "normal input: segments")
+        driver.stream_synchronize(stream, context="normal input: segments")
+        got = [np.frombuffer(driver.copy_to_host_bytes(p, size), dtype=t)
+               for p, size, t in ((counts, 4 * segments, np.uint32), (exits, 8 * segments,
+                                                                       np.uint64),
+                                  (kept, 2 * KEEP * segments, np.uint16), (unsure, 4, np.uint32))]
+        return Segments(got[0], got[1], got[2].reshape(segments, KEEP), int(got[3][0]))
+    try:
+        layout = stitch(plan.count, run)
+        if layout.unsure:
+            return False
+        starts, offsets = device_array(layout.starts.nbytes), device_array(layout.offsets.nbytes)
+        driver.copy_to_device(starts, layout.starts)
+        driver.copy_to_device(offsets, layout.offsets)
+        unsure = device_array(8)
+        lo, hi = plan.clip or (0.0, 0.0)
+        _launch(values_fn, len(layout.starts),
+                [out, _U64(plan.count), ctypes.c_int(plan.type_code), ctypes.c_double(plan.loc),
+                 ctypes.c_double(plan.scale), ctypes.c_int(plan.clip is not None),
+                 ctypes.c_double(lo), ctypes.c_double(hi), _U64(len(layout.starts)),
+                 ctypes.c_void_p(starts), ctypes.c_void_p(offsets), *state,
+                 ctypes.c_void_p(unsure)], stream, "normal input: values")
+        driver.stream_synchronize(stream, context="normal input: values")
+        return not np.frombuffer(driver.copy_to_host_bytes(unsure, 4), np.uint32)[0]
+    finally:
+        for pointer in scratch:
+            driver.free_quietly(pointer)
+
+
+# ---------------------------------------------------------------- checks
+
+def run_check(dc, check, output, pointers: Mapping[str, int], stream: int):
+    """A DeviceCheck run on the output at pointers[output.name], its inputs'
+    buffers at theirs: the CheckResult, or None when NVRTC cannot build it."""
+    from ..hostdata.device_check_source import SHOW_WORDS, run_device_check
+    check_fn = _function(dc.source, "cubinrun_device_check.cu", "cr_check")
+    show_fn = _function(dc.source, "cubinrun_device_check.cu", "cr_check_show")
+    if check_fn is None or show_fn is None:
+        return None
+    inputs = [ctypes.c_void_p(pointers[name]) for name in dc.inputs]
+    scalars = [ctypes.c_double(v) if t == "d" else ctypes.c_int64(v) for t, v in dc.scalars]
+    rule = [ctypes.c_int(_MODES[dc.mode]), ctypes.c_int(int(dc.wrap)), ctypes.c_double(dc.rtol),
+            ctypes.c_double(dc.atol), ctypes.c_int(int(dc.nan_ok))]
+    out, n = ctypes.c_void_p(pointers[output.name]), math.prod(output.shape)
+    words = driver.alloc(8 * (5 + SHOW_WORDS * 8 + 8))
+    try:
+        def launch_check(after: int) -> np.ndarray:
+            start = np.array([0, 0, 0, 0, _EVERYTHING], dtype=np.uint64)
+            driver.copy_to_device(words, start)
+            _launch(check_fn, n, [*inputs, *scalars, out, _U64(n), _U64(after), *rule,
+                                  ctypes.c_void_p(words)], stream, f"check {check.name}")
+            driver.stream_synchronize(stream, context=f"check {check.name}")
+            return np.frombuffer(driver.copy_to_host_bytes(words, 40), np.uint64)
+
+        def launch_show(indices: list[int]) -> np.ndarray:
+            at = words + 40
+            shown = at + 64
+            driver.copy_to_device(at, np.array(indices, dtype=np.uint64))
+            _launch(show_fn, len(indices), [*inputs, *scalars, out, ctypes.c_void_p(at),
+                                            _U64(len(indices)), *rule, ctypes.c_void_p(shown)],
+                    stream, f"check {check.name}")
+            driver.stream_synchronize(stream, context=f"check {check.name}")
+            return np.frombuffer(driver.copy_to_host_bytes(shown, 8 * SHOW_WORDS * len(indices)),
+                                 np.uint64)
+        return run_device_check(dc, check, output, launch_check, launch_show)
+    finally:
+        driver.free_quietly(words)

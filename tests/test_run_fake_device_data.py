@@ -1,0 +1,56 @@
+"""The device-data wiring on the CPU: `cubinrun launch` on the fake driver with
+cubinrun's own kernels (gpu/device_data.py) run by their host build
+(tests/hostcxx.py) in place of NVRTC and cuLaunchKernel. The run with the data
+drawn and checked "on the device" reports what the forced host path
+(CUBINRUN_DATA=host) reports, and the device path really ran."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import hostcxx
+from cubinrun.cli import main
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+pytestmark = pytest.mark.skipif(hostcxx.compiler() is None, reason="no host C++ compiler")
+
+
+@pytest.fixture
+def emulated(monkeypatch):
+    """device_data's kernels from the host build; the names of those launched."""
+    from cubinrun.gpu import device_data, driver
+    launched: list[str] = []
+
+    def function(source, name, kernel):
+        return getattr(hostcxx.build(source).lib, kernel)
+
+    def launch_kernel(function, blocks, threads, args, stream, context=""):
+        launched.append(function.__name__)
+        function.restype = None
+        function(*args)
+    monkeypatch.setattr(device_data, "_function", function)
+    monkeypatch.setattr(driver, "launch_kernel", launch_kernel)
+    return launched
+
+
+def run(capsys, monkeypatch, where: str) -> tuple[int, dict]:
+    monkeypatch.setenv("CUBINRUN_DATA", where)
+    with pytest.raises(SystemExit) as done:
+        main(["launch", "--json", str(CONFIGS / "vector_add.yaml"), "--set", "N=70000",
+              "--no-bench"])
+    return done.value.code, json.loads(capsys.readouterr().out)
+
+
+def test_device_path_reports_what_the_host_path_reports(device, fake_libcuda, emulated,
+                                                        capsys, monkeypatch):
+    code_host, host = run(capsys, monkeypatch, "host")
+    assert emulated == []                               # forced host: no device kernels
+    code_device, on_device = run(capsys, monkeypatch, "device")
+    # x uniform and y normal drawn by the device kernels, the check run by cr_check
+    assert {"cr_uniform", "cr_normal_segments", "cr_normal_values", "cr_check",
+            "cr_check_show"} <= set(emulated)
+    assert code_host == code_device == 1                # the fake kernel leaves out zero
+    assert host["check"] == on_device["check"]
+    assert on_device["check"]["outputs"]["out"]["mismatches"] == 70000
