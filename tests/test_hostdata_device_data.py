@@ -330,3 +330,21 @@ def test_broadcasts_regions_files_and_globals_stay_on_the_host(tmp_path):
     ]
     assert [type(r) for r in reasons] == [HostOnly] * 4
     assert "broadcasts" in reasons[0].reason and "file" in reasons[1].reason
+
+
+def test_digest_sees_any_byte_and_any_reordering():
+    module = hostcxx.build(dd.draws_source())
+
+    def digest(data: bytes, threads: int = 1) -> int:
+        buf = np.frombuffer(b"\0" + bytes(data), np.uint8)    # [1:]: an odd address
+        out = np.zeros(1, np.uint64)
+        module.launch("cr_digest", threads, buf[1:] if len(data) else buf, U(len(data)), out)
+        return int(out[0])
+    data = bytes(np.random.default_rng(0).integers(0, 256, 1003, dtype=np.uint8))
+    base = digest(data)
+    assert digest(data, threads=7) == base                      # however the threads split it
+    for at in (0, 500, 1000, 1002):                             # any byte, the tail's too
+        changed = bytearray(data)
+        changed[at] ^= 1
+        assert digest(bytes(changed)) != base
+    assert digest(data[8:16] + data[:8] + data[16:]) != base    # words swapped

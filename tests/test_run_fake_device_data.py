@@ -54,3 +54,20 @@ def test_device_path_reports_what_the_host_path_reports(device, fake_libcuda, em
     assert code_host == code_device == 1                # the fake kernel leaves out zero
     assert host["check"] == on_device["check"]
     assert on_device["check"]["outputs"]["out"]["mismatches"] == 70000
+
+
+def test_an_input_the_kernel_wrote_sends_its_check_to_the_host(device, fake_libcuda, emulated,
+                                                                 capsys, monkeypatch):
+    from cubinrun.gpu import device_data
+    real = device_data.digest
+    seen: dict[int, int] = {}
+
+    def digest(pointer, nbytes, stream):
+        value = real(pointer, nbytes, stream)
+        seen[pointer] = seen.get(pointer, 0) + 1
+        return value + (seen[pointer] > 1)          # the second look finds it changed
+    monkeypatch.setattr(device_data, "digest", digest)
+    code_device, on_device = run(capsys, monkeypatch, "device")
+    assert "cr_uniform" in emulated and "cr_check" not in emulated
+    code_host, host = run(capsys, monkeypatch, "host")
+    assert code_device == code_host == 1 and on_device["check"] == host["check"]

@@ -47,6 +47,7 @@ class DeviceMemory:
     globals: dict = field(default_factory=dict)     # module_globals.DeviceGlobal, by name
     copies: InputCopies | None = None   # a session's kept inputs (gpu/input_copies.py)
     on_device: list[str] = field(default_factory=list)     # inputs the device drew itself
+    digests: dict[str, int] = field(default_factory=dict)  # inputs of device checks, as uploaded
     _allocations: list[int] = field(default_factory=list)
 
     def _alloc(self, nbytes: int, align: int = 1) -> int:
@@ -189,6 +190,8 @@ def allocate(plan: Plan, inputs: list[InputValues] | None = None,
         memory.profile_scratch = memory.add_scratch(plan.profile_scratch)
         memory.globals = dict(module_globals or {})
         memory.upload()
+        from .device_data import input_digests
+        memory.digests = input_digests(plan.spec, memory)
     except BaseException:
         memory.free()
         raise

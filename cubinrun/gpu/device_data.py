@@ -94,14 +94,15 @@ def _normal(plan: DeviceDraw, values_fn, segments_fn, out, stream: int) -> bool:
     state = [_U64(w) for w in plan.state]
     scratch: list[int] = []
 
-    def device_array(nbytes: int) -> int:
+    def device_array(nbytes: int, zeroed: bool = False) -> int:
         scratch.append(driver.alloc(nbytes))
-        driver.memset_async(scratch[-1], 0, nbytes, stream)
+        if zeroed:                      # on the stream the kernels run on: ordered before them
+            driver.memset_async(scratch[-1], 0, nbytes, stream)
         return scratch[-1]
 
     def run(segments: int, first: int, start: int | None) -> Segments:
         counts, exits = device_array(4 * segments), device_array(8 * segments)
-        kept, unsure = device_array(2 * KEEP * segments), device_array(8)
+        kept, unsure = device_array(2 * KEEP * segments), device_array(8, zeroed=True)
         _launch(segments_fn, segments,
                 [_U64(segments), _U64(first), _U64(SEGMENT),
                  _U64(_EVERYTHING if start is None else start), *state,
@@ -118,9 +119,13 @@ def _normal(plan: DeviceDraw, values_fn, segments_fn, out, stream: int) -> bool:
         if layout.unsure:
             return False
         starts, offsets = device_array(layout.starts.nbytes), device_array(layout.offsets.nbytes)
-        driver.copy_to_device(starts, layout.starts)
-        driver.copy_to_device(offsets, layout.offsets)
-        unsure = device_array(8)
+        # on the kernels' stream (a non-blocking one: a plain copy would not be ordered
+        # with them); the arrays live until the synchronize below
+        driver.copy_to_device_async(starts, layout.starts.ctypes.data, layout.starts.nbytes,
+                                    stream)
+        driver.copy_to_device_async(offsets, layout.offsets.ctypes.data, layout.offsets.nbytes,
+                                    stream)
+        unsure = device_array(8, zeroed=True)
         lo, hi = plan.clip or (0.0, 0.0)
         _launch(values_fn, len(layout.starts),
                 [out, _U64(plan.count), ctypes.c_int(plan.type_code), ctypes.c_double(plan.loc),
@@ -136,6 +141,49 @@ def _normal(plan: DeviceDraw, values_fn, segments_fn, out, stream: int) -> bool:
 
 
 # ---------------------------------------------------------------- checks
+
+def checks_on_device(spec) -> dict:
+    """The spec's checks the device can run: DeviceCheck by check name."""
+    from ..hostdata.device_check_source import DeviceCheck, device_check
+    env = spec.expression_env()
+    found = {}
+    for check in spec.checks:
+        dc = device_check(check, spec.buffers.get(check.output), spec.buffers, env,
+                          frozenset(spec.globals))
+        if isinstance(dc, DeviceCheck):
+            found[check.name] = dc
+    return found
+
+
+def digest(pointer: int, nbytes: int, stream: int) -> int | None:
+    """cr_digest of device memory (None without NVRTC)."""
+    function = _function(draws_source(), "cubinrun_device_draws.cu", "cr_digest")
+    if function is None:
+        return None
+    word = driver.alloc(8)
+    try:
+        driver.memset_async(word, 0, 8, stream)
+        _launch(function, -(-nbytes // 8), [ctypes.c_void_p(pointer), _U64(nbytes),
+                                             ctypes.c_void_p(word)], stream, "input digest")
+        driver.stream_synchronize(stream, context="input digest")
+        return int(np.frombuffer(driver.copy_to_host_bytes(word, 8), np.uint64)[0])
+    finally:
+        driver.free_quietly(word)
+
+
+def input_digests(spec, memory) -> dict[str, int]:
+    """Digests of the buffers the device's checks will read, as uploaded."""
+    if not enabled():
+        return {}
+    names = {name for dc in checks_on_device(spec).values() for name in dc.inputs}
+    found = {}
+    for name in sorted(names):
+        buffer = memory.buffers[name]
+        value = digest(buffer.pointer, buffer.spec.nbytes, memory.staging.stream)
+        if value is not None:
+            found[name] = value
+    return found
+
 
 def run_check(dc, check, output, pointers: Mapping[str, int], stream: int):
     """A DeviceCheck run on the output at pointers[output.name], its inputs'
@@ -154,7 +202,7 @@ def run_check(dc, check, output, pointers: Mapping[str, int], stream: int):
     try:
         def launch_check(after: int) -> np.ndarray:
             start = np.array([0, 0, 0, 0, _EVERYTHING], dtype=np.uint64)
-            driver.copy_to_device(words, start)
+            driver.copy_to_device_async(words, start.ctypes.data, start.nbytes, stream)
             _launch(check_fn, n, [*inputs, *scalars, out, _U64(n), _U64(after), *rule,
                                   ctypes.c_void_p(words)], stream, f"check {check.name}")
             driver.stream_synchronize(stream, context=f"check {check.name}")
@@ -163,7 +211,8 @@ def run_check(dc, check, output, pointers: Mapping[str, int], stream: int):
         def launch_show(indices: list[int]) -> np.ndarray:
             at = words + 40
             shown = at + 64
-            driver.copy_to_device(at, np.array(indices, dtype=np.uint64))
+            wanted = np.array(indices, dtype=np.uint64)
+            driver.copy_to_device_async(at, wanted.ctypes.data, wanted.nbytes, stream)
             _launch(show_fn, len(indices), [*inputs, *scalars, out, ctypes.c_void_p(at),
                                             _U64(len(indices)), *rule, ctypes.c_void_p(shown)],
                     stream, f"check {check.name}")

@@ -107,21 +107,28 @@ def check_and_save(spec, memory, ahead: Future | None = None) -> Outputs:
 
 def _device_checks(spec, memory, checkers) -> dict:
     """The checks the device runs (hostdata/device_check_source.py says which and
-    why): their CheckResults by id of the host's checker, which then reads nothing."""
+    why): their CheckResults by id of the host's checker, which then reads nothing.
+    Their inputs are read from device memory after the launch: one whose digest
+    changed since the upload (the kernel wrote it, an in-place update) sends its
+    checks to the host, which reads the inputs as they were made."""
     from . import device_data
-    from ..hostdata.device_check_source import DeviceCheck, device_check
-    if not device_data.enabled():
+    if not device_data.enabled() or not memory.digests:
         return {}
-    env = spec.expression_env()
+    eligible = device_data.checks_on_device(spec)
     pointers = {name: b.pointer for name, b in memory.buffers.items()}
+    stream = memory.staging.stream
+    unchanged = {name for name, before in memory.digests.items()
+                 if device_data.digest(pointers[name], memory.buffers[name].spec.nbytes,
+                                       stream) == before}
     done = {}
     for c in checkers:
-        output = spec.buffers.get(c.check.output)
-        dc = device_check(c.check, output, spec.buffers, env, frozenset(spec.globals))
-        if isinstance(dc, DeviceCheck):
-            result = device_data.run_check(dc, c.check, output, pointers, memory.staging.stream)
-            if result is not None:
-                done[id(c)] = result
+        dc = eligible.get(c.check.name)
+        if dc is None or not set(dc.inputs) <= unchanged:     # the kernel wrote an input
+            continue
+        result = device_data.run_check(dc, c.check, spec.buffers[c.check.output], pointers,
+                                       stream)
+        if result is not None:
+            done[id(c)] = result
     return done
 
 

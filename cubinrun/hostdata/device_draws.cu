@@ -299,3 +299,26 @@ CR_KERNEL cr_normal_values(void *out, u64 n, int type, double loc, double scale,
         if (doubt) unsure[0] += doubt;
     }
 }
+
+// ---------------------------------------------------------------- digests
+
+// An order-free digest of `nbytes` at `data` (any alignment): the sum of every
+// 8-byte word mixed with its index (splitmix64's finaliser). A check run on the
+// device reads its inputs from device memory after the launch, so it compares
+// their digests before and after: a kernel that wrote an input sends the check
+// to the host, which reads the input as it was made.
+CR_DEV u64 mix64(u64 z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+CR_KERNEL cr_digest(const u8 *data, u64 nbytes, u64 *out) {
+    u64 words = (nbytes + 7) / 8, sum = 0;
+    for (u64 i = CR_THREAD; i < words; i += CR_THREADS) {
+        u64 w = 0, end = 8 * i + 8 < nbytes ? 8 * i + 8 : nbytes;
+        for (u64 b = 8 * i; b < end; b++) w |= (u64)data[b] << (8 * (b - 8 * i));
+        sum += mix64(w + (i + 1) * 0x9E3779B97F4A7C15ull);
+    }
+    if (sum) CR_ADD(out, sum);
+}
