@@ -20,8 +20,8 @@ import numpy as np
 
 from . import driver
 from ..errors import BuildError
-from ..hostdata.device_draws import (KEEP, SEGMENT, DeviceDraw, Segments, draws_source,
-                                     stitch)
+from ..hostdata.device_draws import (INT_SEGMENT, KEEP, SEGMENT, DeviceDraw, Segments,
+                                     draws_source, integer_layout, stitch)
 
 THREADS = 256
 MAX_BLOCKS = 4096
@@ -69,7 +69,7 @@ def draw(plan: DeviceDraw, pointer: int, stream: int) -> bool:
     left in doubt)."""
     source = draws_source()
     kernel = {"uniform": "cr_uniform", "arange": "cr_arange", "fill8": "cr_fill8",
-              "normal": "cr_normal_values"}[plan.kind]
+              "normal": "cr_normal_values", "integers": "cr_int_values"}[plan.kind]
     function = _function(source, "cubinrun_device_draws.cu", kernel)
     if function is None:
         return False
@@ -84,10 +84,46 @@ def draw(plan: DeviceDraw, pointer: int, stream: int) -> bool:
         _launch(function, plan.count, [out, n, code, _U64(plan.args[0])], stream, what)
     elif plan.kind == "fill8":
         _launch(function, plan.count, [out, n, _U64(plan.args[0])], stream, what)
+    elif plan.kind == "integers":
+        _integers(plan, function, _function(source, "cubinrun_device_draws.cu",
+                                            "cr_int_counts"), out, stream)
     else:
         return _normal(plan, function, _function(source, "cubinrun_device_draws.cu",
                                                  "cr_normal_segments"), out, stream)
     return True
+
+
+def _integers(plan: DeviceDraw, values_fn, counts_fn, out, stream: int) -> None:
+    unit, mode, off, rng_excl, threshold = plan.args
+    state = [_U64(w) for w in plan.state]
+    scratch: list[int] = []
+    try:
+        def run(segments: int) -> np.ndarray:
+            counts = driver.alloc(4 * segments)
+            scratch.append(counts)
+            _launch(counts_fn, segments, [_U64(segments), _U64(INT_SEGMENT), ctypes.c_int(unit),
+                                          _U64(rng_excl), _U64(threshold), *state,
+                                          ctypes.c_void_p(counts)], stream,
+                    "random integers: counts")
+            driver.stream_synchronize(stream, context="random integers: counts")
+            return np.frombuffer(driver.copy_to_host_bytes(counts, 4 * segments), np.uint32)
+        offsets = integer_layout(plan.count, unit, threshold, run)
+        if offsets is None:
+            segments, where = -(-plan.count // INT_SEGMENT), 0
+        else:
+            segments = len(offsets) - 1
+            where = driver.alloc(offsets.nbytes)
+            scratch.append(where)
+            driver.copy_to_device_async(where, offsets.ctypes.data, offsets.nbytes, stream)
+        _launch(values_fn, segments,
+                [out, _U64(plan.count), ctypes.c_int(plan.type_code), ctypes.c_int(unit),
+                 ctypes.c_int(mode), _U64(off), _U64(rng_excl), _U64(threshold),
+                 _U64(segments), _U64(INT_SEGMENT), ctypes.c_void_p(where), *state], stream,
+                "random integers: values")
+        driver.stream_synchronize(stream, context="random integers: values")
+    finally:
+        for pointer in scratch:
+            driver.free_quietly(pointer)
 
 
 def _normal(plan: DeviceDraw, values_fn, segments_fn, out, stream: int) -> bool:

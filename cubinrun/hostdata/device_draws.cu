@@ -300,6 +300,78 @@ CR_KERNEL cr_normal_values(void *out, u64 n, int type, double loc, double scale,
     }
 }
 
+// ---------------------------------------------------------------- bounded integers
+
+// NumPy's Generator.integers: every value takes `unit_bits`-wide pieces of the
+// 64-bit draws, least significant first (64; 32 through PCG64's buffered
+// next_uint32; 16 and 8 through _bounded_integers' buffered bytes),
+// scaled by Lemire's method: m = unit * rng_excl, a piece whose low half is below
+// `threshold` is rejected and the next taken. A piece is kept or not by itself,
+// so value i is the i-th kept piece: segments of pieces are counted (pass 1), and
+// each writes its kept values at the offsets the counts add up to (pass 2).
+CR_DEV u64 int_unit(Pcg &g, u64 &word, u64 j, int unit_bits) {
+    int per = 64 / unit_bits, at = (int)(j % per);
+    if (at == 0) word = pcg_next(g);          // segments start on a draw (INT_SEGMENT % 64 == 0)
+    return unit_bits == 64 ? word : (word >> (at * unit_bits)) & ((1ull << unit_bits) - 1);
+}
+
+// m = unit * rng_excl: its high part (the value past `off`) and whether it is kept.
+CR_DEV int lemire(u64 unit, int unit_bits, u64 rng_excl, u64 threshold, u64 *high) {
+    if (unit_bits == 64) {
+        u64 lo = unit * rng_excl;
+        *high = mulhi64(unit, rng_excl);
+        return lo >= threshold;
+    }
+    u64 m = unit * rng_excl;
+    *high = m >> unit_bits;
+    return (m & ((1ull << unit_bits) - 1)) >= threshold;
+}
+
+CR_DEV Pcg int_start(u64 sh, u64 sl, u64 ih, u64 il, u64 first_unit, int unit_bits) {
+    return pcg_at(sh, sl, ih, il, first_unit / (u64)(64 / unit_bits));
+}
+
+// Pass 1: pieces kept in segments k = 0 .. segments - 1 (seg_len pieces each).
+CR_KERNEL cr_int_counts(u64 segments, u64 seg_len, int unit_bits, u64 rng_excl, u64 threshold,
+                        u64 sh, u64 sl, u64 ih, u64 il, u32 *counts) {
+    for (u64 k = CR_THREAD; k < segments; k += CR_THREADS) {
+        u64 first = k * seg_len, word = 0;
+        Pcg g = int_start(sh, sl, ih, il, first, unit_bits);
+        u32 kept = 0;
+        for (u64 j = first; j < first + seg_len; j++) {
+            u64 unit = int_unit(g, word, j, unit_bits), high;
+            kept += lemire(unit, unit_bits, rng_excl, threshold, &high);
+        }
+        counts[k] = kept;
+    }
+}
+
+// Pass 2: segment k's kept values are values offsets[k] .. offsets[k + 1] - 1
+// (those below n): off + high, stored into `type` (wrapping, as NumPy's unsigned
+// arithmetic does). `mode`: 0 Lemire, 1 the whole range (off + unit), 2 every
+// value `off` (no draws).
+CR_KERNEL cr_int_values(void *out, u64 n, int type, int unit_bits, int mode, u64 off,
+                        u64 rng_excl, u64 threshold, u64 segments, u64 seg_len,
+                        const u64 *offsets, u64 sh, u64 sl, u64 ih, u64 il) {
+    for (u64 k = CR_THREAD; k < segments; k += CR_THREADS) {
+        u64 i = offsets ? offsets[k] : k * seg_len;
+        u64 stop = offsets ? offsets[k + 1] : (k + 1) * seg_len;
+        if (stop > n) stop = n;
+        if (i >= stop) continue;
+        if (mode == 2) {
+            for (; i < stop; i++) store_int(out, i, type, off);
+            continue;
+        }
+        u64 first = k * seg_len, word = 0;
+        Pcg g = int_start(sh, sl, ih, il, first, unit_bits);
+        for (u64 j = first; i < stop; j++) {
+            u64 unit = int_unit(g, word, j, unit_bits), high;
+            if (mode == 1) { store_int(out, i++, type, off + unit); continue; }
+            if (lemire(unit, unit_bits, rng_excl, threshold, &high)) store_int(out, i++, type, off + high);
+        }
+    }
+}
+
 // ---------------------------------------------------------------- digests
 
 // An order-free digest of `nbytes` at `data` (any alignment): the sum of every

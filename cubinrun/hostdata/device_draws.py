@@ -22,12 +22,16 @@ it stays on the host (a `HostOnly` and its reason); gpu/device_data.py runs it.
   output at its values' flat indices. The wedge test's exp() is the device's;
   where its two sides come within 4 ulp (about once in 10**13 values) the
   buffer is drawn on the host instead, so the values never depend on it.
+- random integers: NumPy's bounded integers take 64, 32, 16 or 8-bit pieces
+  of the draws in order, and Lemire's method keeps or rejects each piece by
+  itself, so value i is the i-th kept piece: pass 1 counts the kept pieces of
+  each segment, pass 2 writes them at the offsets the counts add up to (one
+  pass when no piece is ever rejected: the whole range, a power of two).
 - `arange`, and fills of 8-byte elements (smaller ones are a memset already).
 
-Left on the host, each with its reason: `file:` inputs (read from disk), random
-integers (NumPy's bounded integers keep buffered bits between values, drawn in
-one call), fp8 dtypes (their rounding is ml_dtypes' or Triton's), and a NumPy
-whose `loc + scale * z` is fused (pcgstream checks it on a sample).
+Left on the host, each with its reason: `file:` inputs (read from disk), fp8
+dtypes (their rounding is ml_dtypes' or Triton's), and a NumPy whose
+`loc + scale * z` is fused (pcgstream checks it on a sample).
 """
 from __future__ import annotations
 
@@ -48,6 +52,7 @@ SOURCE = Path(__file__).with_name("device_draws.cu")
 COMMON = Path(__file__).with_name("device_common.cu")
 SEGMENT = 4096                      # LCG steps per normal segment (pass 1's unit of work)
 KEEP = 8                            # starts kept per segment (ZIG_KEEP in the source)
+INT_SEGMENT = 1 << 14               # pieces per bounded-integer segment (a multiple of 64)
 _STEPS_PER_NORMAL = 1.02204         # pcgstream's measured rate
 
 # The source's type codes (the enum in device_draws.cu).
@@ -65,8 +70,8 @@ class HostOnly:
 @dataclass(frozen=True)
 class DeviceDraw:
     """What device_draws.cu makes of one buffer: `kind` is "uniform", "normal",
-    "arange" or "fill8" (a 1, 2 or 4-byte fill stays a driver memset); `args` the
-    kernel's scalars after the output pointer and count."""
+    "integers", "arange" or "fill8" (a 1, 2 or 4-byte fill stays a driver
+    memset); `args` the kernel's scalars after the output pointer and count."""
     kind: str
     count: int
     type_code: int
@@ -102,8 +107,7 @@ def device_draw(buffer: BufferArg, index: int = 0, values=None) -> DeviceDraw | 
     if init.distribution == "normal":
         return _normal(buffer, values, code, state)
     if dtype.kind != "float":
-        return HostOnly("random integers: NumPy's bounded integers keep buffered bits "
-                        "between values, drawn in one call on the host")
+        return _integers(buffer, code, state)
     default_lo, default_hi = DEFAULT_UNIFORM[dtype.kind]
     low = default_lo if init.low is None else init.low
     high = default_hi if init.high is None else init.high
@@ -122,6 +126,47 @@ def _normal(buffer: BufferArg, values, code: int, state) -> DeviceDraw | HostOnl
     clip = not (lo <= init.mean - 16 * init.std and init.mean + 16 * init.std <= top)
     return DeviceDraw("normal", buffer.numel, code, (), state, (lo, top) if clip else None,
                       float(init.mean), float(init.std))
+
+
+def _integers(buffer: BufferArg, code: int, state) -> DeviceDraw:
+    """NumPy's Generator.integers(low, high) as device_draws.cu's bounded integers:
+    args (unit_bits, mode, off, rng_excl, threshold), as _bounded_integers has them."""
+    init, dtype = buffer.init, buffer.dtype
+    default_lo, default_hi = DEFAULT_UNIFORM[dtype.kind]
+    low = default_lo if init.low is None else init.low
+    high = default_hi if init.high is None else init.high
+    first, stop = math.ceil(low), math.ceil(high)
+    bits = 8 * dtype.size               # i1 / u1 are int8 / uint8 on the host: 8-bit pieces
+    rng = (stop - 1 - first) % (1 << bits)
+    off = first % (1 << 64)
+    unit = 32 if bits == 64 and rng <= 0xFFFFFFFF else bits
+    if rng == 0:
+        mode, threshold = 2, 0
+    elif rng == (1 << unit) - 1:
+        mode, threshold = 1, 0
+    else:
+        mode, threshold = 0, ((1 << unit) - (rng + 1)) % (rng + 1)
+    return DeviceDraw("integers", buffer.numel, code, (unit, mode, off, rng + 1, threshold),
+                      state)
+
+
+def integer_layout(count: int, unit_bits: int, threshold: int,
+                   run: Callable[[int], np.ndarray]) -> np.ndarray | None:
+    """The output offset of each segment of INT_SEGMENT pieces (one more at the
+    end), from pass 1's counts `run(segments)`; None when every piece is kept
+    (segment k's values are then k * INT_SEGMENT onwards)."""
+    if threshold == 0:
+        return None
+    p = threshold / 2.0 ** unit_bits
+    pieces = count / (1 - p) + 8 * math.sqrt(count * p) / (1 - p) + 64
+    segments = max(1, math.ceil(pieces / INT_SEGMENT))
+    while True:
+        counts = run(segments).astype(np.uint64)
+        offsets = np.zeros(segments + 1, dtype=np.uint64)
+        np.cumsum(counts, out=offsets[1:])
+        if int(offsets[-1]) >= count:
+            return offsets
+        segments *= 2                       # never seen: the margin is 8 sigma
 
 
 def _below_int_max(dtype: ElementType) -> float:
