@@ -373,3 +373,30 @@ def test_digest_sees_any_byte_and_any_reordering():
         changed[at] ^= 1
         assert digest(bytes(changed)) != base
     assert digest(data[8:16] + data[:8] + data[16:]) != base    # words swapped
+
+
+def test_the_sources_compile_with_nvrtc_for_the_device():
+    """What the host build proves is what NVRTC builds: the same sources, with the
+    device's atomics and intrinsics, compile for sm_90 (no GPU needed)."""
+    from cubinrun.binary.nvrtc import compile_cuda
+    from cubinrun.errors import BuildError
+    try:
+        draws = compile_cuda(dd.draws_source(), name="cubinrun_device_draws.cu", arch="sm_90",
+                             options=["--fmad=false"])
+    except BuildError as exc:
+        if "not available" in str(exc):
+            pytest.skip("no NVRTC")
+        raise
+    for kernel in (b"cr_uniform", b"cr_normal_segments", b"cr_normal_values", b"cr_int_counts",
+                   b"cr_int_values", b"cr_arange", b"cr_fill8", b"cr_digest"):
+        assert kernel in draws.cubin
+    x = BufferArg("x", T["fp16"], (10,), Init("zeros"))
+    y = BufferArg("y", T["i32"], (10,), Init("zeros"))
+    for dtype in ("fp32", "bf16", "i8", "u64", "i1"):
+        out = BufferArg("out", T[dtype], (10,), Init("zeros"))
+        dc = device_check(Check("out", expect=parse_expr("where(x > 0, a * x + y, max(y, 3))",
+                                                         arrays=True)),
+                          out, {"x": x, "y": y, "out": out}, {"a": 2.5})
+        built = compile_cuda(dc.source, name="cubinrun_device_check.cu", arch="sm_90",
+                             options=["--fmad=false"])
+        assert b"cr_check" in built.cubin and b"cr_check_show" in built.cubin
