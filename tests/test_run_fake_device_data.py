@@ -71,3 +71,27 @@ def test_an_input_the_kernel_wrote_sends_its_check_to_the_host(device, fake_libc
     assert "cr_uniform" in emulated and "cr_check" not in emulated
     code_host, host = run(capsys, monkeypatch, "host")
     assert code_device == code_host == 1 and on_device["check"] == host["check"]
+
+
+def test_the_host_makes_no_input_and_no_reference_for_device_work(device, fake_libcuda,
+                                                                   emulated, capsys,
+                                                                   monkeypatch):
+    from cubinrun.hostdata import check, values
+    read: list[str] = []
+    for name in ("block", "values", "whole"):
+        real = getattr(values.InputValues, name)
+
+        def recording(self, *args, _real=real, _name=name):
+            read.append(f"{self.buffer.name}.{_name}")
+            return _real(self, *args)
+        monkeypatch.setattr(values.InputValues, name, recording)
+    checkers: list[str] = []
+    real_init = check.Checker.__init__
+
+    def made(self, spec, *args, **kwargs):
+        checkers.append(spec.name)
+        real_init(self, spec, *args, **kwargs)
+    monkeypatch.setattr(check.Checker, "__init__", made)
+    code, report = run(capsys, monkeypatch, "device")
+    assert code == 1 and report["check"]["outputs"]["out"]["mismatches"] == 70000
+    assert read == [] and checkers == []      # drawn, launched and checked: nothing on the host

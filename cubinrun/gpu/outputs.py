@@ -35,9 +35,10 @@ class Outputs:
 _making = threading.Lock()
 
 
-def make_checkers(spec, inputs: dict) -> list:
-    """A check.Checker per check of the spec, reading `inputs` (InputValues by
-    name); a check against a whole-array reference (a matmul's) makes it now."""
+def make_checkers(spec, inputs: dict, names: set[str] | None = None) -> list:
+    """A check.Checker per check of the spec (those named in `names`, if given),
+    reading `inputs` (InputValues by name); a check against a whole-array
+    reference (a matmul's) makes it now."""
     from ..errors import SpecError
     from ..hostdata.check import Checker
     env = spec.expression_env()
@@ -45,6 +46,8 @@ def make_checkers(spec, inputs: dict) -> list:
     checkers = []
     with _making:
         for check in spec.checks:
+            if names is not None and check.name not in names:
+                continue
             target = outputs[check.output]
             try:
                 checkers.append(Checker(check, target.shape, target.dtype, inputs, env,
@@ -65,23 +68,33 @@ def checkers_ahead(spec, inputs: list) -> Future | None:
         return None
     from ..hostdata.threads import on_thread
     by_name = dict(zip(spec.buffers, inputs, strict=True))
-    return on_thread(make_checkers, spec, by_name, name="cubinrun-references")
+    return on_thread(make_checkers, spec, by_name, _host_checks(spec), name="cubinrun-references")
+
+
+def _host_checks(spec) -> set[str]:
+    """The checks the host makes a Checker for ahead: those the device cannot run
+    (a device check's Checker is made only if the device run falls back)."""
+    from .device_data import checks_on_device, enabled
+    eligible = checks_on_device(spec) if enabled() else {}
+    return {check.name for check in spec.checks if check.name not in eligible}
 
 
 def check_and_save(spec, memory, ahead: Future | None = None) -> Outputs:
     """`memory`: the launch's buffers.DeviceMemory, after the kernel finished;
     `ahead`: the checkers from checkers_ahead."""
-    if ahead is not None:
-        checkers = ahead.result()
-    else:
-        inputs = {name: b.values for name, b in memory.buffers.items()}
-        inputs.update((name, g.values) for name, g in memory.globals.items())
-        checkers = make_checkers(spec, inputs)
+    inputs = {name: b.values for name, b in memory.buffers.items()}
+    inputs.update((name, g.values) for name, g in memory.globals.items())
+    checkers = ahead.result() if ahead is not None else make_checkers(spec, inputs,
+                                                                      _host_checks(spec))
     began, waited = time.perf_counter(), memory.staging.waits.copies
-    on_device = _device_checks(spec, memory, checkers)
+    on_device = _device_checks(spec, memory)
+    made = {c.check.name for c in checkers}
+    fallback = {c.name for c in spec.checks} - made - set(on_device)
+    if fallback:                        # device checks the device could not run after all
+        checkers += make_checkers(spec, inputs, fallback)
     parts: dict[int, list] = {}
     for buffer in spec.buffers.values():
-        mine = [c for c in checkers if c.check.output == buffer.name and id(c) not in on_device]
+        mine = [c for c in checkers if c.check.output == buffer.name]
         if any(c.check.region is not None for c in mine):
             whole = _download_whole(memory, buffer)
             for c in mine:
@@ -97,17 +110,19 @@ def check_and_save(spec, memory, ahead: Future | None = None) -> Outputs:
         for c in checkers:
             if c.check.output in values:
                 parts[id(c)] = _compare_whole(c, values[c.check.output])
-    done = Outputs([on_device[id(c)] if id(c) in on_device else c.result(parts[id(c)])
-                    for c in checkers],
+    by_name = {c.check.name: c for c in checkers}
+    done = Outputs([on_device[check.name] if check.name in on_device
+                    else by_name[check.name].result(parts[id(by_name[check.name])])
+                    for check in spec.checks],
                    [str(b.save) for b in spec.buffers.values() if b.save])
     download = memory.staging.waits.copies - waited
     done.seconds = {"download": download, "check": time.perf_counter() - began - download}
     return done
 
 
-def _device_checks(spec, memory, checkers) -> dict:
+def _device_checks(spec, memory) -> dict:
     """The checks the device runs (hostdata/device_check_source.py says which and
-    why): their CheckResults by id of the host's checker, which then reads nothing.
+    why): their CheckResults by check name; the host makes nothing for them.
     Their inputs are read from device memory after the launch: one whose digest
     changed since the upload (the kernel wrote it, an in-place update) sends its
     checks to the host, which reads the inputs as they were made."""
@@ -121,14 +136,13 @@ def _device_checks(spec, memory, checkers) -> dict:
                  if device_data.digest(pointers[name], memory.buffers[name].spec.nbytes,
                                        stream) == before}
     done = {}
-    for c in checkers:
-        dc = eligible.get(c.check.name)
+    for check in spec.checks:
+        dc = eligible.get(check.name)
         if dc is None or not set(dc.inputs) <= unchanged:     # the kernel wrote an input
             continue
-        result = device_data.run_check(dc, c.check, spec.buffers[c.check.output], pointers,
-                                       stream)
+        result = device_data.run_check(dc, check, spec.buffers[check.output], pointers, stream)
         if result is not None:
-            done[id(c)] = result
+            done[check.name] = result
     return done
 
 
