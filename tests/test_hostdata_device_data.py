@@ -400,3 +400,11 @@ def test_the_sources_compile_with_nvrtc_for_the_device():
         built = compile_cuda(dc.source, name="cubinrun_device_check.cu", arch="sm_90",
                              options=["--fmad=false"])
         assert b"cr_check" in built.cubin and b"cr_check_show" in built.cubin
+
+
+def test_an_input_made_whole_ahead_is_still_drawn_the_same_on_the_device():
+    b = buffer("y", "fp32", 5000, Init("random", distribution="normal", seed=4))
+    made = input_values(b, 1).made()            # what a worker of --processes makes ahead
+    plan = device_draw(b, 1, made)
+    assert plan == device_draw(b, 1)
+    same_bits(draw_on_host_cxx(plan), b, 1)

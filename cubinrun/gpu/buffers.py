@@ -107,12 +107,10 @@ class DeviceMemory:
         """Made by the device itself (gpu/device_data.py), the same values the host
         would upload; False when it is the host's to make."""
         from . import device_data
-        from ..hostdata.device_draws import DeviceDraw, device_draw
-        if not device_data.enabled():
+        from ..hostdata.device_draws import device_draw
+        if not device_data.drawn_on_device(buffer.spec, position, buffer.values):
             return False
         plan = device_draw(buffer.spec, position, buffer.values)
-        if not isinstance(plan, DeviceDraw):
-            return False
         if device_data.draw(plan, buffer.pointer, self.staging.stream):
             self.on_device.append(buffer.spec.name)
             return True

@@ -36,6 +36,12 @@ def enabled() -> bool:
     return os.environ.get("CUBINRUN_DATA", "device").strip().lower() != "host"
 
 
+def drawn_on_device(buffer, index: int, values=None) -> bool:
+    """Whether the device draws this input (so the host need not make it ahead)."""
+    from ..hostdata.device_draws import device_draw
+    return enabled() and isinstance(device_draw(buffer, index, values), DeviceDraw)
+
+
 def _function(source: str, name: str, kernel: str):
     """A kernel of `source`, compiled for the current device (cached on disk) and
     loaded once per process; None when NVRTC cannot build it."""

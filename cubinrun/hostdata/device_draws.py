@@ -105,6 +105,8 @@ def device_draw(buffer: BufferArg, index: int = 0, values=None) -> DeviceDraw | 
     seed = default_seed(buffer.name) if init.seed is None else init.seed
     state = _state_words(Stream(seed, index))
     if init.distribution == "normal":
+        if values._normal is None:          # values made whole already (a worker's, ahead)
+            values = input_values(buffer, index)
         return _normal(buffer, values, code, state)
     if dtype.kind != "float":
         return _integers(buffer, code, state)

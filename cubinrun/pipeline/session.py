@@ -159,7 +159,9 @@ def on_host(path: str | Path, overrides: Mapping[str, str], devices: Devices, ch
         began = time.perf_counter()
         values = make_inputs(plan)
         if ahead and sum(v.nbytes for v in values) <= AHEAD_INPUT_BYTES:
-            values = [v.made() for v in values]
+            from ..gpu.device_data import drawn_on_device      # those the device draws itself
+            values = [v if drawn_on_device(b, i, v) else v.made()
+                      for i, (b, v) in enumerate(zip(plan.spec.buffers.values(), values))]
         inputs = Inputs(values, time.perf_counter() - began)
         checkers = checkers_ahead(plan.spec, values) if check and not ahead else None
         if ahead:                   # CUDA opened while the others took their turns
