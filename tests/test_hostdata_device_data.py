@@ -367,6 +367,12 @@ def test_digest_sees_any_byte_and_any_reordering():
         return int(out[0])
     data = bytes(np.random.default_rng(0).integers(0, 256, 1003, dtype=np.uint8))
     base = digest(data)
+    aligned = np.zeros(1003 + 8, np.uint8)
+    at = (-aligned.ctypes.data) % 8
+    aligned[at:at + 1003] = np.frombuffer(data, np.uint8)
+    word = np.zeros(1, np.uint64)
+    module.launch("cr_digest", 3, aligned[at:], U(1003), word)
+    assert int(word[0]) == base                         # whole words read at once: the same
     assert digest(data, threads=7) == base                      # however the threads split it
     for at in (0, 500, 1000, 1002):                             # any byte, the tail's too
         changed = bytearray(data)
