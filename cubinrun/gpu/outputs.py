@@ -127,7 +127,7 @@ def _device_checks(spec, memory) -> dict:
     changed since the upload (the kernel wrote it, an in-place update) sends its
     checks to the host, which reads the inputs as they were made."""
     from . import device_data
-    if not device_data.enabled() or not memory.digests:
+    if not device_data.enabled():
         return {}
     eligible = device_data.checks_on_device(spec)
     pointers = {name: b.pointer for name, b in memory.buffers.items()}

@@ -90,6 +90,7 @@ def device_check(check: Check, output: BufferArg | None, buffers: Mapping[str, B
         code, kind = gen.emit(check.expect.tree.body)       # the tree the host evaluates
     except _NotHere as why:
         return HostOnly(str(why))
+    kind = {"I": "i", "F": "f"}.get(kind, kind)     # a Python number alone: int64 / float64
     from .check import _Comparison
     import numpy as np
     reference = {"f": np.dtype(np.float64), "i": np.dtype(np.int64), "b": np.dtype(bool)}[kind]

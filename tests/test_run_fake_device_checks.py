@@ -1,0 +1,109 @@
+"""Device checks against host checks through the whole `cubinrun launch` on the
+fake driver, for many dtypes, inits and expressions: the vector-add cubin's
+buffers retyped (`dtype:`), the fake kernel writing nothing, so the outputs keep
+their inits and the checks pass or fail by those. The device's kernels are their
+host build (tests/hostcxx.py); the reports must be the same on both paths."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import hostcxx
+from cubinrun.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.skipif(hostcxx.compiler() is None, reason="no host C++ compiler")
+
+SPEC = """
+kernel: {{cubin: {repo}/kernels/build/vector_add.sm_90.cubin, name: add_kernel}}
+signature: {{x: "*fp32", y: "*fp32", out: "*fp32", n: i32}}
+vars: {{N: 5000, A: 3, S: 0.5}}
+args:
+  x: {{shape: [N], dtype: {xt}, init: {xi}}}
+  y: {{shape: [N], dtype: {yt}, init: {yi}}}
+  out: {{shape: [N], dtype: {ot}, init: {oi}}}
+  n: N
+grid: [1]
+launch: {{num_warps: 4}}
+check:
+  out: {check}
+"""
+
+CASES = [
+    # x type, x init, y type, y init, out type, out init, check
+    ("fp32", "random", "fp32", "{random: normal, seed: 3}", "fp32", "{file: OUT}",
+     "{expect: x + y}"),
+    ("fp16", "random", "bf16", "{random: normal, std: 2.0}", "fp32", "arange",
+     "{expect: A * x - y, rtol: 0.5, atol: 100}"),
+    ("i16", "{random: uniform, low: -300, high: 300}", "i8", "random", "i16", "arange",
+     "{expect: x * A + y}"),
+    ("i32", "arange", "u8", "random", "i32", "arange", "{expect: x, exact: true}"),
+    ("fp64", "{random: normal, mean: 1.0, std: 0.1}", "fp64", "ones", "fp64", "ones",
+     "{expect: where(x > 1, y, x * S), nan_ok: true}"),
+    ("fp32", "arange", "fp32", "ones", "i1", "random", "{expect: x > N / 2}"),
+    ("i64", "{random: uniform, low: -100000, high: 100000}", "i32", "arange", "u8", "arange",
+     "{expect: max(x, y) - min(x, 7)}"),
+    ("fp16", "random", "fp16", "random", "fp16", "random", "{expect: abs(x - y), exact: true}"),
+    ("bf16", "arange", "fp32", "random", "bf16", "arange", "{expect: sqrt(x) * sqrt(x)}"),
+    ("u16", "random", "fp32", "random", "fp32", "zeros", "{expect: x / y, rtol: 0.1}"),
+    ("fp32", "random", "fp32", "random", "fp32", "zeros", "{expect: 0}"),
+    ("fp32", "random", "fp32", "random", "i32", "{fill: 7}", "{expect: A + 4}"),
+    ("fp32", "random", "fp32", "random", "fp32", "arange", "{expect: out * 1 - x + x}"),
+    ("u32", "{random: uniform, low: 0, high: 4294967296}", "i64", "arange", "u32", "random",
+     "{expect: x + y, exact: true}"),
+    ("fp64", "{fill: .nan}", "fp64", "{fill: .inf}", "fp64", "{fill: .nan}",
+     "{expect: x + 0 * y, nan_ok: true}"),
+]
+
+
+@pytest.fixture
+def emulated(monkeypatch):
+    from cubinrun.gpu import device_data, driver
+    launched: list[str] = []
+
+    def function(source, name, kernel):
+        return getattr(hostcxx.build(source).lib, kernel)
+
+    def launch_kernel(function, blocks, threads, args, stream, context=""):
+        launched.append(function.__name__)
+        function.restype = None
+        function(*args)
+    monkeypatch.setattr(device_data, "_function", function)
+    monkeypatch.setattr(driver, "launch_kernel", launch_kernel)
+    return launched
+
+
+def run(capsys, monkeypatch, spec: Path, where: str) -> tuple[int, dict]:
+    monkeypatch.setenv("CUBINRUN_DATA", where)
+    with pytest.raises(SystemExit) as done:
+        main(["launch", "--json", str(spec), "--no-bench"])
+    return done.value.code, json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[-1] for c in CASES])
+def test_device_and_host_checks_agree(case, device, fake_libcuda, emulated, capsys,
+                                      monkeypatch, tmp_path):
+    import numpy as np
+    xt, xi, yt, yi, ot, oi, check = case
+    out_file = tmp_path / "out.npy"             # x + y exactly, but for a few elements
+    if "OUT" in oi:
+        from cubinrun.hostdata.values import input_values
+        from cubinrun.dtypes import ELEMENT_TYPES as T
+        from cubinrun.specfile.model import BufferArg, Init
+        x = input_values(BufferArg("x", T["fp32"], (5000,), Init("random")), 0).whole()
+        y = input_values(BufferArg("y", T["fp32"], (5000,), Init(
+            "random", distribution="normal", seed=3)), 1).whole()
+        out = (x.astype(np.float64) + y).astype(np.float32)
+        out[[7, 4000]] += 1e-3
+        np.save(out_file, out)
+        oi = oi.replace("OUT", str(out_file))
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.format(repo=REPO, xt=xt, xi=xi, yt=yt, yi=yi, ot=ot, oi=oi,
+                                check=check))
+    code_host, host = run(capsys, monkeypatch, spec, "host")
+    assert "cr_check" not in emulated
+    code_device, on_device = run(capsys, monkeypatch, spec, "device")
+    assert "cr_check" in emulated, "the check stayed on the host"
+    assert code_host == code_device and host["check"] == on_device["check"]
