@@ -66,3 +66,21 @@ def build(source: str) -> HostModule:
     if source not in _BUILT:
         _BUILT[source] = HostModule(source)
     return _BUILT[source]
+
+
+def emulate_device_data(monkeypatch) -> list[str]:
+    """gpu/device_data.py's kernels run by their host build in place of NVRTC and
+    cuLaunchKernel (for tests on the fake driver); the names launched, in order."""
+    from cubinrun.gpu import device_data, driver
+    launched: list[str] = []
+
+    def function(source, name, kernel):
+        return getattr(build(source).lib, kernel)
+
+    def launch_kernel(function, blocks, threads, args, stream, context=""):
+        launched.append(function.__name__)
+        function.restype = None
+        function(*args)
+    monkeypatch.setattr(device_data, "_function", function)
+    monkeypatch.setattr(driver, "launch_kernel", launch_kernel)
+    return launched

@@ -60,19 +60,7 @@ CASES = [
 
 @pytest.fixture
 def emulated(monkeypatch):
-    from cubinrun.gpu import device_data, driver
-    launched: list[str] = []
-
-    def function(source, name, kernel):
-        return getattr(hostcxx.build(source).lib, kernel)
-
-    def launch_kernel(function, blocks, threads, args, stream, context=""):
-        launched.append(function.__name__)
-        function.restype = None
-        function(*args)
-    monkeypatch.setattr(device_data, "_function", function)
-    monkeypatch.setattr(driver, "launch_kernel", launch_kernel)
-    return launched
+    return hostcxx.emulate_device_data(monkeypatch)
 
 
 def run(capsys, monkeypatch, spec: Path, where: str) -> tuple[int, dict]:
