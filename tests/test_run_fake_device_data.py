@@ -82,3 +82,47 @@ def test_the_host_makes_no_input_and_no_reference_for_device_work(device, fake_l
     code, report = run(capsys, monkeypatch, "device")
     assert code == 1 and report["check"]["outputs"]["out"]["mismatches"] == 70000
     assert read == [] and checkers == []      # drawn, launched and checked: nothing on the host
+
+
+SAVED = """
+kernel: {{cubin: {repo}/kernels/build/vector_add.sm_90.cubin, name: add_kernel}}
+signature: {{x: "*fp32", y: "*fp32", out: "*fp32", n: i32}}
+vars: {{N: 30011}}
+args:
+  x: {{shape: [N], dtype: {xt}, init: {xi}, save: {folder}/x.npy}}
+  y: {{shape: [N], dtype: {yt}, init: {yi}, save: {folder}/y.npy}}
+  out: {{shape: [N], dtype: {ot}, init: {oi}, save: {folder}/out.npy}}
+  n: N
+grid: [1]
+launch: {{num_warps: 4}}
+"""
+
+
+@pytest.mark.parametrize("xt,xi,yt,yi,ot,oi,kernels", [
+    ("fp16", "random", "bf16", "{random: normal, mean: 2, std: 3}", "fp64", "arange",
+     {"cr_uniform", "cr_normal_values", "cr_arange"}),
+    ("i8", "{random: uniform, low: -100, high: 27}", "u64", "random", "i64", "{fill: -5}",
+     {"cr_int_counts", "cr_int_values", "cr_fill8"}),
+    ("fp32", "{random: uniform, low: 10, high: 11, seed: 1}", "i32",
+     "{random: normal, std: 1000}", "u1", "random",
+     {"cr_uniform", "cr_normal_values", "cr_int_values"}),
+])
+def test_inputs_drawn_on_the_device_are_the_host_stream(xt, xi, yt, yi, ot, oi, kernels, device,
+                                                         fake_libcuda, emulated, capsys,
+                                                         monkeypatch, tmp_path):
+    """Each buffer's stream (its seed and its position in the spec) drawn by the
+    device kernels is saved with the same bytes as the host's."""
+    saved = {}
+    for where in ("host", "device"):
+        folder = tmp_path / where
+        spec = tmp_path / f"{where}.yaml"
+        spec.write_text(SAVED.format(repo=Path(__file__).resolve().parent.parent, xt=xt, xi=xi,
+                                     yt=yt, yi=yi, ot=ot, oi=oi, folder=folder))
+        monkeypatch.setenv("CUBINRUN_DATA", where)
+        with pytest.raises(SystemExit) as done:
+            main(["launch", "--json", str(spec), "--no-bench"])
+        capsys.readouterr()
+        assert done.value.code == 0
+        saved[where] = {name: (folder / f"{name}.npy").read_bytes() for name in ("x", "y", "out")}
+    assert kernels <= set(emulated)
+    assert saved["host"] == saved["device"]
