@@ -126,3 +126,23 @@ def test_inputs_drawn_on_the_device_are_the_host_stream(xt, xi, yt, yi, ot, oi, 
         saved[where] = {name: (folder / f"{name}.npy").read_bytes() for name in ("x", "y", "out")}
     assert kernels <= set(emulated)
     assert saved["host"] == saved["device"]
+
+
+def test_launch_kernel_hands_the_driver_a_pointer_to_each_arguments_bytes(monkeypatch):
+    import ctypes
+    from cubinrun.gpu import driver
+    seen = {}
+
+    def call(name, *args, context=""):
+        function, gx, gy, gz, bx, by, bz, shared, stream, params, extra = args
+        pointers = (ctypes.c_void_p * 3).from_address(params)
+        seen.update(name=name, grid=(gx, gy, gz), block=(bx, by, bz), stream=stream,
+                    extra=extra, values=(
+                        ctypes.c_uint64.from_address(pointers[0]).value,
+                        ctypes.c_double.from_address(pointers[1]).value,
+                        ctypes.c_void_p.from_address(pointers[2]).value))
+    monkeypatch.setattr(driver, "call", call)
+    driver.launch_kernel("f", 7, 256, [ctypes.c_uint64(2**63 + 1), ctypes.c_double(0.25),
+                                       ctypes.c_void_p(0xABC0)], 0x5)
+    assert seen == {"name": "cuLaunchKernel", "grid": (7, 1, 1), "block": (256, 1, 1),
+                    "stream": 0x5, "extra": 0, "values": (2**63 + 1, 0.25, 0xABC0)}
