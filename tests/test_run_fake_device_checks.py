@@ -95,3 +95,83 @@ def test_device_and_host_checks_agree(case, device, fake_libcuda, emulated, caps
     code_device, on_device = run(capsys, monkeypatch, spec, "device")
     assert "cr_check" in emulated, "the check stayed on the host"
     assert code_host == code_device and host["check"] == on_device["check"]
+
+
+WHOLE = """
+kernel: {{cubin: {repo}/kernels/build/vector_add.sm_90.cubin, name: add_kernel}}
+signature: {{x: "*fp32", y: "*fp32", out: "*fp32", n: i32}}
+vars: {{M: 96}}
+args:
+  x: {{shape: [M, M], init: random}}
+  y: {{shape: [M, M], init: {{random: normal}}}}
+  out: {{shape: [M, M], dtype: {ot}, init: {{file: {out}}}}}
+  n: M
+grid: [1]
+launch: {{num_warps: 4}}
+check:
+  out: {check}
+"""
+
+
+@pytest.mark.parametrize("text,options,ot,on_device", [
+    ("x @ y", ", rtol: 1e-3, atol: 1e-2", "fp32", True),
+    ("x @ y", "", "fp64", True),                        # the atol a sum earns: max |reference|
+    ("cumsum(x, axis=1)", ", exact: true", "fp32", True),
+    ("x.T @ y", "", "fp32", True),
+    ("transpose(x)", "", "fp32", False),                # a view: not contiguous, the host's
+])
+def test_whole_references_compared_on_the_device(text, options, ot, on_device, device,
+                                                 fake_libcuda, emulated, capsys, monkeypatch,
+                                                 tmp_path):
+    """The host makes a whole reference once; the device compares the output with
+    it (the output never comes back): the same report as the host's comparison."""
+    import numpy as np
+    from cubinrun.dtypes import ELEMENT_TYPES as T
+    from cubinrun.hostdata.values import input_values
+    from cubinrun.specfile.model import BufferArg, Init
+    from cubinrun.specfile.expr import parse_expr
+    x = input_values(BufferArg("x", T["fp32"], (96, 96), Init("random")), 0).whole()
+    y = input_values(BufferArg("y", T["fp32"], (96, 96), Init("random", distribution="normal")),
+                     1).whole()
+    expect = f"{{expect: \"{text}\"{options}}}"
+    reference = np.asarray(parse_expr(text, arrays=True).evaluate(
+        {"x": x.astype(np.float64), "y": y.astype(np.float64)}))
+    out = reference.astype(T[ot].numpy_dtype())
+    out[3, 5] += 0.5                                    # fails, whatever the tolerance
+    out[90, 1] = np.nan
+    np.save(tmp_path / "out.npy", out)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(WHOLE.format(repo=REPO, ot=ot, out=tmp_path / "out.npy", check=expect))
+    code_host, host = run(capsys, monkeypatch, spec, "host")
+    code_device, on_dev = run(capsys, monkeypatch, spec, "device")
+    assert ("cr_check" in emulated) == on_device
+    assert code_host == code_device == 1 and host["check"] == on_dev["check"]
+    assert on_dev["check"]["outputs"]["out"]["mismatches"] >= 2
+
+
+def test_a_kept_reference_is_uploaded_once_while_its_refcache_entry_lives(device, monkeypatch):
+    """The points of a sweep whose inputs do not change share the host's reference
+    (refcache.py's entry, its array viewed anew each run) and so, on the device,
+    its one upload, kept by the session until another replaces it or it closes."""
+    import numpy as np
+    from cubinrun.gpu import device_data, driver
+    from cubinrun.hostdata.whole_reference import Made
+    uploads, freed = [], []
+    real_copy, real_free = driver.copy_to_device, driver.free_quietly
+    monkeypatch.setattr(driver, "copy_to_device",
+                        lambda pointer, array: (uploads.append(array.nbytes),
+                                                real_copy(pointer, array)))
+    monkeypatch.setattr(driver, "free_quietly",
+                        lambda pointer: (freed.append(pointer), real_free(pointer)))
+    made = Made(np.arange(12.0).reshape(3, 4))
+    kept = device_data.KeptReference()
+    first = kept.pointer(made, np.broadcast_to(made.value, (3, 4)))
+    again = kept.pointer(made, np.broadcast_to(made.value, (3, 4)))     # the next point's view
+    assert first == again and uploads == [96] and freed == []
+    other = Made(np.zeros((3, 4)))
+    kept.pointer(other, other.value)                                    # inputs changed
+    assert uploads == [96, 96] and freed == [first]
+    kept.close()
+    assert len(freed) == 2
+    monkeypatch.setattr(device_data.KeptReference, "ROOM", 1 << 62)   # no room: the host's
+    assert device_data.KeptReference().pointer(made, made.value) is None

@@ -49,6 +49,7 @@ class DeviceMemory:
     on_device: list[str] = field(default_factory=list)     # inputs the device drew itself
     digests: dict[str, int] = field(default_factory=dict)  # inputs of device checks, as uploaded
     drawn_seconds: float = 0.0          # drawing inputs on the device (the "init" stage)
+    kept_reference: object = None       # a session's device_data.KeptReference
     _allocations: list[int] = field(default_factory=list)
 
     def _alloc(self, nbytes: int, align: int = 1) -> int:

@@ -264,3 +264,54 @@ def run_check(dc, check, output, pointers: Mapping[str, int], stream: int):
         return run_device_check(dc, check, output, launch_check, launch_show)
     finally:
         driver.free_quietly(words)
+
+
+# ---------------------------------------------------------------- whole references kept on the device
+
+class KeptReference:
+    """The last whole reference uploaded, kept for the next run of a session (a
+    sweep's or tune's points share one while their inputs do, refcache.py): the
+    refcache entry it came from (held, so its identity and its array's address
+    stay its own), the array's address, shape and dtype, and the device copy.
+    `close()` frees it with the session."""
+
+    ROOM = 256 << 20                # device memory left free beside it
+
+    def __init__(self):
+        self._kept: tuple | None = None
+
+    def pointer(self, made, array: np.ndarray) -> int | None:
+        """The device copy of `array` (made by `made`), uploaded unless kept; None
+        when it would not leave ROOM of the device's free memory."""
+        key = (array.ctypes.data, array.shape, array.dtype.str)    # each run views it anew
+        if self._kept is not None and self._kept[0] is made and self._kept[1] == key:
+            return self._kept[2]
+        self.close()
+        free, _ = driver.memory_info()
+        if array.nbytes + self.ROOM > free:
+            return None
+        pointer = driver.alloc(array.nbytes)
+        try:
+            driver.copy_to_device(pointer, array)
+        except BaseException:
+            driver.free_quietly(pointer)
+            raise
+        self._kept = (made, key, pointer)       # `made` holds the array: its address stays
+        return pointer
+
+    def close(self) -> None:
+        if self._kept is not None:
+            driver.free_quietly(self._kept[2])
+            self._kept = None
+
+
+def compare_with_reference(dc, checker, output, pointers: Mapping[str, int], stream: int,
+                           kept: KeptReference):
+    """The CheckResult of comparing the output with the host's whole reference on
+    the device (device_check_source.reference_check), or None when it does not
+    fit the device's free memory or NVRTC cannot build the kernel."""
+    reference = checker._reference
+    pointer = kept.pointer(reference._made, reference.array)
+    if pointer is None:
+        return None
+    return run_check(dc, checker.check, output, {**pointers, "reference": pointer}, stream)

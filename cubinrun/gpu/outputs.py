@@ -92,9 +92,11 @@ def check_and_save(spec, memory, ahead: Future | None = None) -> Outputs:
     fallback = {c.name for c in spec.checks} - made - set(on_device)
     if fallback:                        # device checks the device could not run after all
         checkers += make_checkers(spec, inputs, fallback)
+    on_device.update(_reference_checks(spec, memory, checkers))
     parts: dict[int, list] = {}
     for buffer in spec.buffers.values():
-        mine = [c for c in checkers if c.check.output == buffer.name]
+        mine = [c for c in checkers if c.check.output == buffer.name
+                and c.check.name not in on_device]
         if any(c.check.region is not None for c in mine):
             whole = _download_whole(memory, buffer)
             for c in mine:
@@ -143,6 +145,32 @@ def _device_checks(spec, memory) -> dict:
         result = device_data.run_check(dc, check, spec.buffers[check.output], pointers, stream)
         if result is not None:
             done[check.name] = result
+    return done
+
+
+def _reference_checks(spec, memory, checkers) -> dict:
+    """Checks against a whole reference the host made (a matmul's), compared on the
+    device with that array uploaded (kept for the next run while its reference is
+    kept): their CheckResults by check name. The output then never comes back."""
+    from . import device_data
+    from ..hostdata.device_check_source import DeviceCheck, reference_check
+    if not device_data.enabled():
+        return {}
+    pointers = {name: b.pointer for name, b in memory.buffers.items()}
+    kept = memory.kept_reference or device_data.KeptReference()
+    done = {}
+    try:
+        for c in checkers:
+            output = spec.buffers.get(c.check.output)
+            dc = reference_check(c) if output is not None else None
+            if isinstance(dc, DeviceCheck):
+                result = device_data.compare_with_reference(dc, c, output, pointers,
+                                                            memory.staging.stream, kept)
+                if result is not None:
+                    done[c.check.name] = result
+    finally:
+        if kept is not memory.kept_reference:      # no session to keep it for
+            kept.close()
     return done
 
 

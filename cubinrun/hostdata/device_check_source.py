@@ -95,9 +95,37 @@ def device_check(check: Check, output: BufferArg | None, buffers: Mapping[str, B
     import numpy as np
     reference = {"f": np.dtype(np.float64), "i": np.dtype(np.int64), "b": np.dtype(bool)}[kind]
     c = _Comparison.make(check, output.dtype, reference, None)
-    source = _source(code, kind, output.dtype, gen)
+    source = _source(code, kind, output.dtype,
+                     [buffers[name].dtype.name for name in gen.inputs], [t for t, _ in gen.params])
     return DeviceCheck(source, tuple(gen.inputs), tuple(gen.params), kind, c.mode, c.wrap,
                        c.rtol, c.atol, c.nan_ok)
+
+
+def reference_check(checker) -> DeviceCheck | HostOnly:
+    """A check whose reference the host made whole (a matmul's, a reduction's, a
+    Python reference's: check.Checker with a WholeReference) compared on the
+    device against that very array, uploaded: the rule and the reference are the
+    host's, only the comparison moves. The array must be the output's shape
+    (no region, no broadcast), C-contiguous float64, int64 or bool."""
+    from .whole_reference import WholeReference
+    reference = getattr(checker, "_reference", None)
+    if not isinstance(reference, WholeReference):
+        return HostOnly("not a whole-array reference")
+    if checker.check.region is not None or checker.shape != checker.output_shape:
+        return HostOnly("a region check compares a slice of the output")
+    if checker.dtype.name not in _OUTPUT_TYPES:
+        return HostOnly(f"{checker.dtype.name} outputs are compared on the host")
+    array = reference.array
+    kind = {"f": "f", "i": "i", "b": "b"}.get(array.dtype.kind)
+    if (kind is None or array.dtype.itemsize != (1 if kind == "b" else 8)
+            or not array.flags.c_contiguous or array.shape != checker.shape):
+        return HostOnly("the reference broadcasts, or is not float64, int64 or bool")
+    load = {"f": "LOAD_F64", "i": "LOAD_I64", "b": "LOAD_U8"}[kind]
+    code = f"{load}(in0, i)" if kind != "b" else f"({load}(in0, i) != 0)"
+    stored = {"f": "fp64", "i": "i64", "b": "u8"}[kind]
+    c = checker.comparison
+    return DeviceCheck(_source(code, kind, checker.dtype, [stored], []), ("reference",), (),
+                       kind, c.mode, c.wrap, c.rtol, c.atol, c.nan_ok)
 
 
 class _Codegen:
@@ -231,13 +259,15 @@ def _as(part: tuple[str, str], kind: str) -> str:
     return code
 
 
-def _source(code: str, kind: str, output: ElementType, gen: _Codegen) -> str:
-    params = "".join(f"const {_C_TYPE[gen.buffers[name].dtype.name]} *in{k}, "
-                     for k, name in enumerate(gen.inputs))
+def _source(code: str, kind: str, output: ElementType, input_types: list[str],
+            scalar_kinds: list[str]) -> str:
+    """The check kernels' source: the template with the reference `code` over
+    inputs in0.. (their dtypes' names) and scalars s0.. ("d" double, "i" i64)."""
+    params = "".join(f"const {_C_TYPE[name]} *in{k}, " for k, name in enumerate(input_types))
     params += "".join(f"{'double' if t == 'd' else 'i64'} s{k}, "
-                      for k, (t, _) in enumerate(gen.params))
-    args = "".join(f"in{k}, " for k in range(len(gen.inputs)))
-    args += "".join(f"s{k}, " for k in range(len(gen.params)))
+                      for k, t in enumerate(scalar_kinds))
+    args = "".join(f"in{k}, " for k in range(len(input_types)))
+    args += "".join(f"s{k}, " for k in range(len(scalar_kinds)))
     ref_type = {"f": "double", "i": "i64", "b": "bool"}[kind]
     text = TEMPLATE.read_text()
     text = (text.replace("/*PARAMS*/", params).replace("/*ARGS*/", args)

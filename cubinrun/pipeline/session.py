@@ -46,8 +46,9 @@ class Ready:
 class Session:
     """What the runs on one device share: the device (its primary context
     current), one stream, the timing kernels (with the event offset they measure
-    once), binaries by source, loaded modules by content and device copies of
-    the last run's inputs (gpu/input_copies.py)."""
+    once), binaries by source, loaded modules by content, device copies of
+    the last run's inputs (gpu/input_copies.py) and of the last whole reference
+    a check compared with on the device (gpu/device_data.py)."""
 
     def __init__(self, device: driver.Device):
         self.device = device
@@ -59,6 +60,8 @@ class Session:
         self._staging = None
         from ..gpu.input_copies import InputCopies
         self.input_copies = InputCopies()
+        from ..gpu.device_data import KeptReference
+        self.kept_reference = KeptReference()   # a whole reference on the device, run to run
         self.runs = 0               # made ready so far
 
     @property
@@ -102,6 +105,7 @@ class Session:
 
     def close(self) -> None:
         self.input_copies.close()
+        self.kept_reference.close()
         if self._timing is not None:
             self._timing.close()
             self._timing = None
@@ -228,6 +232,7 @@ def make_ready(plan: Plan, session: Session, inputs: Inputs, early: Prepared | N
     memory = buffers.allocate(plan, inputs.values, device.name, guard=guard, repeat=repeat,
                               staging=session.staging, module_globals=bound,
                               copies=session.copies_for_this_run())
+    memory.kept_reference = session.kept_reference
     try:
         values = launcher_values(plan.slots, memory)
         check_addresses(plan, values)
