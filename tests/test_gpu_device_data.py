@@ -78,3 +78,25 @@ def test_a_failing_check_shows_the_same_mismatches(tmp_path):
     code_h, host = launch(str(wrong), "host")
     assert code_d == code_h == 1 and device["check"] == host["check"]
     assert device["check"]["outputs"]["out"]["first_mismatches"]
+
+
+@pytest.mark.parametrize("spec", sorted(p.name for p in (REPO / "configs").glob("*.yaml")))
+def test_every_config_reports_the_same_on_both_paths(spec):
+    """Whatever each config's inputs and checks are (drawn or made, checked on the
+    device, against a kept whole reference or on the host), both paths give the
+    same exit code and the same check report."""
+    code_d, device = launch(f"configs/{spec}", "device")
+    code_h, host = launch(f"configs/{spec}", "host")
+    assert code_d == code_h
+    assert device.get("check") == host.get("check")
+
+
+def test_a_tune_of_the_matmul_checks_on_the_device(tmp_path):
+    """Kernel Tuner's matmul, 6 configurations: every one checked, against the
+    reference the host made once and the device keeps."""
+    env = {**os.environ, "CUBINRUN_DATA": "device"}
+    proc = subprocess.run([sys.executable, "-m", "cubinrun", "tune",
+                           "configs/realkernels/kt_matmul_tune.yaml", "--max-evals", "6",
+                           "--storage", f"sqlite:///{tmp_path}/tune.db"], cwd=REPO, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
