@@ -91,6 +91,8 @@ def test_every_config_reports_the_same_on_both_paths(spec):
     assert device.get("check") == host.get("check")
 
 
+@pytest.mark.skipif(not (REPO / "kernels/thirdparty/kernel_tuner/examples/cuda/matmul.cu")
+                    .is_file(), reason="kernels/thirdparty/fetch.sh fetches Kernel Tuner's matmul")
 def test_a_tune_of_the_matmul_checks_on_the_device(tmp_path):
     """Kernel Tuner's matmul, 6 configurations: every one checked, against the
     reference the host made once and the device keeps."""
