@@ -19,6 +19,7 @@ u64 and fp8 buffers, and integers beyond int64.
 from __future__ import annotations
 
 import ast
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -269,13 +270,18 @@ def _source(code: str, kind: str, output: ElementType, input_types: list[str],
     args = "".join(f"in{k}, " for k in range(len(input_types)))
     args += "".join(f"s{k}, " for k in range(len(scalar_kinds)))
     ref_type = {"f": "double", "i": "i64", "b": "bool"}[kind]
-    text = TEMPLATE.read_text()
+    text = _read(TEMPLATE)
     text = (text.replace("/*PARAMS*/", params).replace("/*ARGS*/", args)
             .replace("/*REF_TYPE*/", ref_type).replace("/*REF*/", code)
             .replace("/*OUT_TYPE*/", _C_TYPE[output.name])
             .replace("/*OUT_CODE*/", str(TYPE_CODES[output.name]))
             .replace("/*REF_KIND*/", {"f": "0", "i": "1", "b": "2"}[kind]))
-    return COMMON.read_text() + text
+    return _read(COMMON) + text
+
+
+@functools.lru_cache(maxsize=None)
+def _read(path: Path) -> str:
+    return path.read_text()
 
 
 

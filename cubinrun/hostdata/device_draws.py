@@ -43,10 +43,9 @@ from typing import Callable
 
 import numpy as np
 
-from ..dtypes import ElementType
 from ..specfile.model import DEFAULT_UNIFORM, BufferArg
 from .pcgstream import NormalStream, Stream
-from .values import default_seed, finite_range, input_values
+from .values import _below_int_max, default_seed, finite_range, input_values
 
 SOURCE = Path(__file__).with_name("device_draws.cu")
 COMMON = Path(__file__).with_name("device_common.cu")
@@ -169,11 +168,6 @@ def integer_layout(count: int, unit_bits: int, threshold: int,
         if int(offsets[-1]) >= count:
             return offsets
         segments *= 2                       # never seen: the margin is 8 sigma
-
-
-def _below_int_max(dtype: ElementType) -> float:
-    from .values import _below_int_max as below
-    return below(dtype)
 
 
 def _state_words(stream: Stream) -> tuple[int, int, int, int]:
