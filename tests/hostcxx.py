@@ -84,3 +84,9 @@ def emulate_device_data(monkeypatch) -> list[str]:
     monkeypatch.setattr(device_data, "_function", function)
     monkeypatch.setattr(driver, "launch_kernel", launch_kernel)
     return launched
+
+
+def same_json(a, b) -> bool:
+    """Two reports the same as JSON text: 1, 1.0 and true differ there, not in Python."""
+    import json
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)

@@ -25,6 +25,7 @@ CR_DEV i64 cr_max_i(i64 a, i64 b) { return a >= b ? a : b; }
 typedef /*OUT_TYPE*/ out_t;
 typedef /*REF_TYPE*/ ref_t;
 #define OUT_CODE /*OUT_CODE*/
+#define OUT_BOOL /*OUT_BOOL*/           // i1 / u1: int8 / uint8 elements, a reference != 0
 #define REF_KIND /*REF_KIND*/
 #define OUT_FLOAT (OUT_CODE <= T_BF16)
 #define OUT_SIGNED (OUT_CODE >= T_I8 && OUT_CODE <= T_I64)
@@ -45,14 +46,14 @@ CR_DEV u64 narrow(u64 v) {
     case T_U8: return (u8)v;
     case T_U16: return (u16)v;
     case T_U32: return (u32)v;
-    case T_BOOL: return v != 0;
     default: return v;
     }
 }
 
 // The reference stored into the output's integer type (check.py's _wrap).
 CR_DEV u64 wrapped(ref_t r) {
-    if (REF_KIND == 0) return OUT_CODE == T_BOOL ? (u64)((double)r != 0.0) : (u64)(i64)(double)r;
+    if (OUT_BOOL) return REF_KIND == 0 ? (u64)((double)r != 0.0) : (u64)((i64)r != 0);
+    if (REF_KIND == 0) return (u64)(i64)(double)r;
     return narrow((u64)(i64)r);
 }
 
@@ -63,7 +64,7 @@ CR_DEV u64 out_raw(const out_t *out, u64 i) {
     case T_FP64: return as_bits(((const double *)out)[i]);
     case T_FP32: case T_I32: case T_U32: return ((const u32 *)out)[i];
     case T_FP16: case T_BF16: case T_I16: case T_U16: return ((const u16 *)out)[i];
-    case T_I8: case T_U8: case T_BOOL: return ((const u8 *)out)[i];
+    case T_I8: case T_U8: return ((const u8 *)out)[i];
     default: return ((const u64 *)out)[i];
     }
 }

@@ -45,6 +45,7 @@ _C_TYPE = {"fp64": "double", "fp32": "float", "fp16": "u16", "bf16": "u16", "i8"
            "i16": "short", "i32": "int", "i64": "i64", "u8": "u8", "u16": "u16", "u32": "u32",
            "u64": "u64", "i1": "u8", "u1": "u8"}
 _INT64 = (-(1 << 63), (1 << 63) - 1)
+_STORED = {"i1": "i8", "u1": "u8"}        # booleans' host arrays: their elements as read
 
 
 @dataclass(frozen=True)
@@ -274,7 +275,8 @@ def _source(code: str, kind: str, output: ElementType, input_types: list[str],
     text = (text.replace("/*PARAMS*/", params).replace("/*ARGS*/", args)
             .replace("/*REF_TYPE*/", ref_type).replace("/*REF*/", code)
             .replace("/*OUT_TYPE*/", _C_TYPE[output.name])
-            .replace("/*OUT_CODE*/", str(TYPE_CODES[output.name]))
+            .replace("/*OUT_CODE*/", str(TYPE_CODES[_STORED.get(output.name, output.name)]))
+            .replace("/*OUT_BOOL*/", "1" if output.kind == "bool" else "0")
             .replace("/*REF_KIND*/", {"f": "0", "i": "1", "b": "2"}[kind]))
     return _read(COMMON) + text
 
@@ -324,15 +326,10 @@ def _shown(dc: DeviceCheck, dtype: ElementType, out64: int, out_int: int, expect
     """(output, expected) as check.py reports them: floats, or the integers' values."""
     import numpy as np
     as_float = lambda w: float(np.uint64(w).view(np.float64))
-    signed = lambda w: w - (1 << 64) if w >= 1 << 63 else w
-    if dtype.kind == "float":
-        shown_out = as_float(out64)
-    elif dtype.kind == "bool":
-        shown_out = bool(out_int)
-    else:
-        shown_out = signed(out_int) if dtype.kind == "int" else out_int
+    # integers as their host arrays hold them (i1 / u1: int8 / uint8), signed or not
+    is_signed = dtype.kind != "float" and dtype.numpy_dtype().kind == "i"
+    integer = lambda w: w - (1 << 64) if is_signed and w >= 1 << 63 else w
+    shown_out = as_float(out64) if dtype.kind == "float" else integer(out_int)
     if dc.mode == "bits" and dtype.kind != "float":
-        if dtype.kind == "bool":
-            return shown_out, bool(wrap_int)
-        return shown_out, signed(wrap_int) if dtype.kind == "int" else wrap_int
+        return shown_out, integer(wrap_int)
     return shown_out, as_float(expected64)
