@@ -352,7 +352,13 @@ def test_broadcasts_regions_files_and_globals_stay_on_the_host(tmp_path):
                            region=(slice(1, None),)), out, buffers, {}),
         device_check(Check("g", expect=parse_expr("x", arrays=True)), None, buffers, {}),
     ]
-    assert [type(r) for r in reasons] == [HostOnly] * 4
+    flat = BufferArg("flat", T["fp32"], (12,), Init("zeros"))            # as many, not the shape
+    one = BufferArg("one", T["fp32"], (1, 3, 4), Init("zeros"))         # the shape, a leading 1
+    reasons.append(device_check(Check("out", expect=parse_expr("flat", arrays=True)), out,
+                                {"flat": flat, "out": out}, {}))
+    assert [type(r) for r in reasons] == [HostOnly] * 5
+    assert isinstance(device_check(Check("out", expect=parse_expr("one", arrays=True)), out,
+                                   {"one": one, "out": out}, {}), DeviceCheck)
     assert "broadcasts" in reasons[0].reason and "file" in reasons[1].reason
 
 

@@ -197,8 +197,8 @@ class _Codegen:
             raise _NotHere(f"{name!r} is not a buffer")
         if buffer.dtype.name not in _DEVICE_TYPES:
             raise _NotHere(f"{buffer.dtype.name} inputs are read on the host")
-        if buffer.numel != self.output.numel:
-            raise _NotHere(f"{name} broadcasts to the output's shape")
+        if _squeezed(buffer.shape) != _squeezed(self.output.shape):
+            raise _NotHere(f"{name} broadcasts to the output's shape")   # or cannot: the host says
         if name not in self.inputs:
             self.inputs.append(name)
         k = self.inputs.index(name)
@@ -240,6 +240,14 @@ class _Codegen:
             kind = _promote(kinds[1], kinds[2], "where")
             return f"({truth} ? {_as(parts[1], kind)} : {_as(parts[2], kind)})", kind
         raise _NotHere(f"{name}() is NumPy's own on the host (the device's rounds differently)")
+
+
+def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape without its leading 1s: shapes equal so read in the same flat order."""
+    shape = tuple(shape)
+    while shape and shape[0] == 1:
+        shape = shape[1:]
+    return shape
 
 
 def _promote(a: str, b: str, what: str) -> str:
