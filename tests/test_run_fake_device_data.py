@@ -147,3 +147,12 @@ def test_launch_kernel_hands_the_driver_a_pointer_to_each_arguments_bytes(monkey
                                        ctypes.c_void_p(0xABC0)], 0x5)
     assert seen == {"name": "cuLaunchKernel", "grid": (7, 1, 1), "block": (256, 1, 1),
                     "stream": 0x5, "extra": 0, "values": (2**63 + 1, 0.25, 0xABC0)}
+
+
+def test_a_bad_cubinrun_data_is_a_usage_error(device, fake_libcuda, capsys, monkeypatch):
+    monkeypatch.setenv("CUBINRUN_DATA", "gpu")
+    with pytest.raises(SystemExit) as done:
+        main(["launch", str(CONFIGS / "vector_add.yaml"), "--set", "N=100", "--no-bench"])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and "CUBINRUN_DATA='gpu': expected device or host" in err
+    assert len(err.strip().splitlines()) == 1

@@ -32,8 +32,14 @@ _modules: dict[tuple[str, str], object] = {}
 
 
 def enabled() -> bool:
-    """False when CUBINRUN_DATA=host asks for the host path."""
-    return os.environ.get("CUBINRUN_DATA", "device").strip().lower() != "host"
+    """False when CUBINRUN_DATA=host asks for the host path (`device`, or unset,
+    is the default); any other value is a usage error, not silently the default."""
+    value = os.environ.get("CUBINRUN_DATA", "").strip().lower()
+    if value not in ("", "device", "host"):
+        from ..errors import UsageError
+        raise UsageError(f"CUBINRUN_DATA={os.environ['CUBINRUN_DATA'][:40]!r}: "
+                         "expected device or host")
+    return value != "host"
 
 
 def drawn_on_device(buffer, index: int, values=None) -> bool:
