@@ -419,3 +419,16 @@ def test_an_input_made_whole_ahead_is_still_drawn_the_same_on_the_device():
     plan = device_draw(b, 1, made)
     assert plan == device_draw(b, 1)
     same_bits(draw_on_host_cxx(plan), b, 1)
+
+
+@pytest.mark.parametrize("first,n", [(1, 5), (262_143, 3), (262_144, 1000), (10**9 + 7, 999)])
+def test_uniform_from_any_offset_is_that_part_of_the_stream(first, n):
+    """cr_uniform's `first`: values first .. first + n - 1 of the stream, wherever
+    they lie (the host's blocks of 2**18 at their seams, far past them)."""
+    from cubinrun.hostdata.pcgstream import Stream, uniform
+    module = hostcxx.build(dd.draws_source())
+    stream = Stream(42, 1)
+    out = np.zeros(n)
+    module.launch("cr_uniform", 4, out, U(n), C.c_int(0), -2.0, 5.0,
+                  *[U(w) for w in dd._state_words(stream)], U(first))
+    assert np.array_equal(out, uniform(stream, -2.0, 3.0, first, first + n))
