@@ -156,3 +156,19 @@ def test_a_bad_cubinrun_data_is_a_usage_error(device, fake_libcuda, capsys, monk
     err = capsys.readouterr().err
     assert done.value.code == 2 and "CUBINRUN_DATA='gpu': expected device or host" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_without_nvrtc_everything_stays_on_the_host(device, fake_libcuda, capsys, monkeypatch):
+    """A device NVRTC cannot build for (no wheel, or too old a one) runs the host
+    path: the same report, no error."""
+    from cubinrun.binary import nvrtc
+    from cubinrun.errors import BuildError
+
+    def missing(*args, **kwargs):
+        raise BuildError("NVRTC is not available: pip install nvidia-cuda-nvrtc")
+    monkeypatch.setattr(nvrtc, "cached_compile", missing)
+    from cubinrun.gpu import device_data
+    monkeypatch.setattr(device_data, "_modules", {})     # this test's modules only
+    code_device, on_device = run(capsys, monkeypatch, "device")
+    code_host, host = run(capsys, monkeypatch, "host")
+    assert code_device == code_host == 1 and same_json(on_device["check"], host["check"])

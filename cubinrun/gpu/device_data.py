@@ -19,7 +19,7 @@ from typing import Mapping
 import numpy as np
 
 from . import driver
-from ..errors import BuildError
+from ..errors import BuildError, UsageError
 from ..hostdata.device_draws import (INT_SEGMENT, KEEP, SEGMENT, DeviceDraw, Segments,
                                      draws_source, integer_layout, stitch)
 
@@ -36,7 +36,6 @@ def enabled() -> bool:
     is the default); any other value is a usage error, not silently the default."""
     value = os.environ.get("CUBINRUN_DATA", "").strip().lower()
     if value not in ("", "device", "host"):
-        from ..errors import UsageError
         raise UsageError(f"CUBINRUN_DATA={os.environ['CUBINRUN_DATA'][:40]!r}: "
                          "expected device or host")
     return value != "host"
@@ -57,12 +56,16 @@ def _function(source: str, name: str, kernel: str):
     if key not in _modules:
         try:
             built = cached_compile(source, name=name, arch=arch, options=["--fmad=false"])
-        except BuildError:
+        except (BuildError, UsageError):     # no NVRTC, or one too old for this device
             _modules[key] = None
         else:
-            _modules[key] = driver.load_module(built.compiled.cubin, what=name)
-    module = _modules[key]
-    return None if module is None else driver.get_function(module, kernel)
+            _modules[key] = (driver.load_module(built.compiled.cubin, what=name), {})
+    if _modules[key] is None:
+        return None
+    module, functions = _modules[key]
+    if kernel not in functions:
+        functions[kernel] = driver.get_function(module, kernel)
+    return functions[kernel]
 
 
 def _grid(count: int) -> int:
