@@ -4,7 +4,7 @@
 The sources are compiled with NVRTC once per source and device arch and cached
 like any `source:` kernel (binary/nvrtc.py: `nvrtc/` in the cache), without
 fused multiply-add, so the device rounds as NumPy does; the loaded modules are
-kept for the process. `CUBINRUN_DATA=host` forces the host path (the bench
+kept for the session (pipeline/session.py), whose context they live in. `CUBINRUN_DATA=host` forces the host path (the bench
 compares both in one run; a user can rule the device out): inputs made on the
 host and uploaded, outputs downloaded and checked there. A source NVRTC cannot
 compile (no NVRTC wheel) also leaves everything on the host.
@@ -66,6 +66,12 @@ def _function(source: str, name: str, kernel: str):
     if kernel not in functions:
         functions[kernel] = driver.get_function(module, kernel)
     return functions[kernel]
+
+
+def forget_modules() -> None:
+    """The session is closing (its context may be reset next, runs/worker.recover):
+    the next session loads the modules again (NVRTC's cubins stay cached on disk)."""
+    _modules.clear()
 
 
 def _grid(count: int) -> int:

@@ -106,6 +106,8 @@ class Session:
     def close(self) -> None:
         self.input_copies.close()
         self.kept_reference.close()
+        from ..gpu.device_data import forget_modules
+        forget_modules()
         if self._timing is not None:
             self._timing.close()
             self._timing = None
