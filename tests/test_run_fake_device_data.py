@@ -172,3 +172,22 @@ def test_without_nvrtc_everything_stays_on_the_host(device, fake_libcuda, capsys
     code_device, on_device = run(capsys, monkeypatch, "device")
     code_host, host = run(capsys, monkeypatch, "host")
     assert code_device == code_host == 1 and same_json(on_device["check"], host["check"])
+
+
+def test_random_integers_the_device_draws_need_no_host_memory(monkeypatch, tmp_path):
+    """A 4 GiB random i32 input is not kept whole on the host when the device
+    draws it and every check that reads it runs there; a host check reading it
+    (`x // 2`), or CUBINRUN_DATA=host, counts it again."""
+    from cubinrun.gpu import capacity
+    from cubinrun.specfile.loader import load_spec
+    text = (CONFIGS / "vector_add.yaml").read_text().replace(
+        "../kernels/", f"{CONFIGS.parent}/kernels/").replace(
+        "x: {shape: [N], init: random}", "x: {shape: [N], dtype: i32, init: random}")
+    spec_path = tmp_path / "ints.yaml"
+    for expect, where, kept in [("x + y", "device", False), ("x // 2 + y", "device", True),
+                                ("x + y", "host", True)]:
+        spec_path.write_text(text.replace("expect: x + y", f"expect: {expect}"))
+        monkeypatch.setenv("CUBINRUN_DATA", where)
+        spec = load_spec(spec_path, {"N": str(1 << 30)})
+        need, parts = capacity.host_need(spec)
+        assert any(p.startswith("x 4") for p in parts) == kept, (expect, where, parts)
