@@ -57,12 +57,12 @@ _STEPS_PER_NORMAL = 1.02204         # pcgstream's measured rate
 # The source's type codes (the enum in device_draws.cu).
 TYPE_CODES = {"fp64": 0, "fp32": 1, "fp16": 2, "bf16": 3, "i8": 4, "i16": 5, "i32": 6,
               "i64": 7, "u8": 8, "u16": 9, "u32": 10, "u64": 11, "i1": 12, "u1": 12}
-FLOAT_CODES = ("fp64", "fp32", "fp16", "bf16")
 
 
 @dataclass(frozen=True)
 class HostOnly:
-    """This input is made on the host; `reason` says why (for --explain and tests)."""
+    """This input (or check, device_check_source.py) stays on the host; `reason`
+    says why."""
     reason: str
 
 
