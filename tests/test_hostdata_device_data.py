@@ -432,3 +432,11 @@ def test_uniform_from_any_offset_is_that_part_of_the_stream(first, n):
     module.launch("cr_uniform", 4, out, U(n), C.c_int(0), -2.0, 5.0,
                   *[U(w) for w in dd._state_words(stream)], U(first))
     assert np.array_equal(out, uniform(stream, -2.0, 3.0, first, first + n))
+
+
+def test_a_numpy_whose_tables_are_not_found_draws_its_normals_on_the_host(monkeypatch):
+    monkeypatch.setattr(dd, "_found_tables", lambda: None)
+    b = buffer("y", "fp32", 10, Init("random", distribution="normal"))
+    found = device_draw(b)
+    assert isinstance(found, HostOnly) and "tables" in found.reason
+    assert isinstance(device_draw(buffer("x", "fp32", 10, Init("random"))), DeviceDraw)

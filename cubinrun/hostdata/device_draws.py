@@ -104,6 +104,8 @@ def device_draw(buffer: BufferArg, index: int = 0, values=None) -> DeviceDraw | 
     seed = default_seed(buffer.name) if init.seed is None else init.seed
     state = _state_words(Stream(seed, index))
     if init.distribution == "normal":
+        if _found_tables() is None:
+            return HostOnly("the ziggurat's tables were not found in this NumPy's binary")
         if values._normal is None:          # values made whole already (a worker's, ahead)
             values = input_values(buffer, index)
         return _normal(buffer, values, code, state)
@@ -248,6 +250,15 @@ def stitch(count: int, run: Callable[[int, int, int | None], Segments],
 # ---------------------------------------------------------------- the source
 
 @functools.lru_cache(maxsize=1)
+def _found_tables():
+    """ziggurat_tables(), or None where they cannot be found (a NumPy built
+    another way): normals are then the host's."""
+    try:
+        return ziggurat_tables()
+    except (RuntimeError, OSError):
+        return None
+
+
 def ziggurat_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(ki, wi, fi): the 256-entry tables of the installed NumPy's normal ziggurat,
     read from its own binary (they are data there) and checked against the
@@ -292,8 +303,10 @@ def _near(doubles: np.ndarray, value: float) -> np.ndarray:
 
 @functools.lru_cache(maxsize=1)
 def draws_source() -> str:
-    """device_common.cu, the ziggurat's tables and device_draws.cu."""
-    ki, wi, fi = ziggurat_tables()
+    """device_common.cu, the ziggurat's tables (zeros where they were not found:
+    no normal is drawn then) and device_draws.cu."""
+    zeros = np.zeros(256, dtype=np.uint64)
+    ki, wi, fi = _found_tables() or (zeros, zeros, zeros)
 
     def table(name: str, words: np.ndarray) -> str:
         body = ",".join(f"0x{int(w):016X}ull" for w in words)
