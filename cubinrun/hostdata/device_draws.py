@@ -259,6 +259,7 @@ def _found_tables():
         return None
 
 
+@functools.lru_cache(maxsize=1)
 def ziggurat_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(ki, wi, fi): the 256-entry tables of the installed NumPy's normal ziggurat,
     read from its own binary (they are data there) and checked against the
@@ -287,7 +288,9 @@ def _tables_in(words: np.ndarray):
             wi = doubles[w_at - 255:w_at + 1]
             if len(wi) == 256 and np.allclose(wi[1:], x * scale, rtol=1e-9, atol=0):
                 ratio = np.floor(x[:-1] / x[1:] * 2.0 ** 52)
-                for k_at in np.flatnonzero(words == 0):        # ki[1] is 0
+                zeros = np.flatnonzero(words[:-1] == 0)         # ki[1] is 0, ki[2] ~ ratio[0]
+                near = np.abs(words[zeros + 1].astype(np.float64) - ratio[0]) <= ratio[0] * 1e-9
+                for k_at in zeros[near]:
                     ki = words[k_at - 1:k_at + 255]
                     if (len(ki) == 256 and np.allclose(ki[2:].astype(np.float64), ratio,
                                                        rtol=1e-9)
