@@ -51,6 +51,8 @@ def _function(source: str, name: str, kernel: str):
     """A kernel of `source`, compiled for the current device (cached on disk) and
     loaded once per process; None when NVRTC cannot build it."""
     from ..binary.nvrtc import arch_for_capability, cached_compile
+    for thread in _nvrtc_ahead:
+        thread.join()               # one import of NVRTC at a time
     arch = arch_for_capability(*driver.current_capability())
     key = (source, arch)
     if key not in _modules:
@@ -66,6 +68,28 @@ def _function(source: str, name: str, kernel: str):
     if kernel not in functions:
         functions[kernel] = driver.get_function(module, kernel)
     return functions[kernel]
+
+
+_nvrtc_ahead: list = []
+
+
+def load_nvrtc_ahead() -> None:
+    """Import cuda-python's NVRTC and load the library on a thread (~0.2 s), once
+    per process, while the spec is read and CUDA starts: a warm cache's cubin is
+    then a look-up keyed by NVRTC's version. Errors are left for the real call."""
+    if _nvrtc_ahead or not enabled():
+        return
+    import threading
+
+    def load() -> None:
+        from ..binary.nvrtc import nvrtc_version
+        try:
+            nvrtc_version()
+        except Exception:           # no NVRTC: _function says so when it is needed
+            pass
+    thread = threading.Thread(target=load, daemon=True, name="cubinrun-nvrtc")
+    _nvrtc_ahead.append(thread)
+    thread.start()
 
 
 def forget_modules() -> None:

@@ -159,7 +159,9 @@ def on_host(path: str | Path, overrides: Mapping[str, str], devices: Devices, ch
     the upload and the GPU's work; the references wait for the turn, since
     their threads would compete with the process timing now."""
     from ..gpu.buffers import make_inputs
+    from ..gpu.device_data import load_nvrtc_ahead
     from ..gpu.outputs import checkers_ahead
+    load_nvrtc_ahead()              # the device's data kernels need it soon
     with located(path):
         plan = plan_spec(path, overrides, devices.values)
         began = time.perf_counter()
