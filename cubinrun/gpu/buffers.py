@@ -2,12 +2,12 @@
 and the scratch areas, freed together at the end.
 
 Inputs are never whole in host memory: what the device can draw itself
-(random floats, aranges, fills: gpu/device_data.py) it draws, value for value
-the host's stream; the rest is made block by block into pinned staging slots
-and copied while the next blocks are made (`transfer.Staging`); buffers whose
-every element is the same (zeros, and fills of 1, 2 or 4 bytes) are set by a
-memset. The inputs stay
-available, as `hostdata.InputValues`, for the check to read again.
+(random floats and integers, normals, aranges, 8-byte fills:
+gpu/device_data.py) it draws, value for value the host's stream; the rest is
+made block by block into pinned staging slots and copied while the next
+blocks are made (`transfer.Staging`); buffers whose every element is the same
+(zeros, and fills of 1, 2 or 4 bytes) are set by a memset. The inputs stay
+available, as `hostdata.InputValues`, for a host check to read again.
 """
 from __future__ import annotations
 
