@@ -53,7 +53,7 @@ class HostModule:
 def _arg(a):
     if isinstance(a, np.ndarray):
         return ctypes.c_void_p(a.ctypes.data)
-    if isinstance(a, ctypes._SimpleCData):
+    if isinstance(a, (ctypes._SimpleCData, ctypes.Structure)):
         return a
     if a is None:
         return ctypes.c_void_p(0)

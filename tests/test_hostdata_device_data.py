@@ -27,7 +27,6 @@ from cubinrun.specfile.model import BufferArg, Check, Init
 
 pytestmark = pytest.mark.skipif(hostcxx.compiler() is None, reason="no host C++ compiler")
 U = C.c_uint64
-MODES = {"bits": 0, "close": 1, "equal": 2}
 
 
 def buffer(name, dtype, n, init, shape=None):
@@ -227,9 +226,9 @@ def host_cxx_check(dc: DeviceCheck, check: Check, output: BufferArg, out: np.nda
                    arrays: dict, threads: int = 2):
     """run_device_check with the check's kernels built by the host compiler."""
     module = hostcxx.build(dc.source)
+    from cubinrun.gpu.device_data import check_arguments
     inputs = [np.ascontiguousarray(arrays[name]).reshape(-1) for name in dc.inputs]
-    scalars = [C.c_double(v) if t == "d" else C.c_int64(v) for t, v in dc.scalars]
-    rule = [C.c_int(MODES[dc.mode]), C.c_int(dc.wrap), dc.rtol, dc.atol, C.c_int(dc.nan_ok)]
+    scalars, rule = check_arguments(dc)
     flat = np.ascontiguousarray(out).reshape(-1)
 
     def launch_check(after):
@@ -321,6 +320,24 @@ def test_integer_references_wrap_as_stores_do(expect, out_dtype):
     assert same_json(host, device)
 
 
+@pytest.mark.parametrize("x_shape,b_shape,out_shape", [
+    ((3, 5), (5,), (3, 5)), ((3, 5), (3, 1), (3, 5)), ((2, 3, 4), (1, 3, 1), (2, 3, 4)),
+    ((7,), (), (7,)), ((1, 6), (6,), (1, 6)), ((4, 1, 5), (1, 5), (4, 3, 5)),
+])
+def test_inputs_that_broadcast_are_read_through_their_strides(x_shape, b_shape, out_shape):
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, x_shape).astype(np.float32)
+    b = rng.integers(-9, 9, b_shape).astype(np.int16)
+    good = (x.astype(np.float64) * 2 + b).astype(np.float32)
+    out = np.broadcast_to(good, out_shape).copy()
+    arrays, types = {"x": x, "b": b}, {"x": "fp32", "b": "i16"}
+    host, device = both("x * 2 + b", out, arrays, "fp32", types)
+    assert same_json(host, device) and host["passed"]
+    out.reshape(-1)[::5] += 1
+    host, device = both("x * 2 + b", out, arrays, "fp32", types)
+    assert same_json(host, device) and not host["passed"]
+
+
 def test_scalar_parts_are_worked_out_in_python():
     x = np.arange(10, dtype=np.float32)
     host, device = both("x * (N - 1) / 2**3", (x * 9 / 8).astype(np.float32), {"x": x}, "fp32",
@@ -341,12 +358,14 @@ def test_what_checks_stay_on_the_host_and_why(expect, why):
     assert isinstance(found, HostOnly) and why in found.reason, found
 
 
-def test_broadcasts_regions_files_and_globals_stay_on_the_host(tmp_path):
+def test_shapes_that_do_not_broadcast_regions_files_and_globals_stay_on_the_host(tmp_path):
     x = BufferArg("x", T["fp32"], (4,), Init("zeros"))
     out = BufferArg("out", T["fp32"], (3, 4), Init("zeros"))
     buffers = {"x": x, "out": out}
+    wrong = BufferArg("wrong", T["fp32"], (5,), Init("zeros"))          # 5 does not go into 4
     reasons = [
-        device_check(Check("out", expect=parse_expr("x", arrays=True)), out, buffers, {}),
+        device_check(Check("out", expect=parse_expr("wrong", arrays=True)), out,
+                     {"wrong": wrong, "out": out}, {}),
         device_check(Check("out", file=tmp_path / "r.npy"), out, buffers, {}),
         device_check(Check("out", expect=parse_expr("x", arrays=True),
                            region=(slice(1, None),)), out, buffers, {}),
@@ -359,7 +378,9 @@ def test_broadcasts_regions_files_and_globals_stay_on_the_host(tmp_path):
     assert [type(r) for r in reasons] == [HostOnly] * 5
     assert isinstance(device_check(Check("out", expect=parse_expr("one", arrays=True)), out,
                                    {"one": one, "out": out}, {}), DeviceCheck)
-    assert "broadcasts" in reasons[0].reason and "file" in reasons[1].reason
+    assert "does not broadcast" in reasons[0].reason and "file" in reasons[1].reason
+    assert isinstance(device_check(Check("out", expect=parse_expr("x", arrays=True)), out,
+                                   buffers, {}), DeviceCheck)      # (4,) broadcasts to (3, 4)
 
 
 def test_digest_sees_any_byte_and_any_reordering():
@@ -411,6 +432,13 @@ def test_the_sources_compile_with_nvrtc_for_the_device():
         built = compile_cuda(dc.source, name="cubinrun_device_check.cu", arch="sm_90",
                              options=["--fmad=false"])
         assert b"cr_check" in built.cubin and b"cr_check_show" in built.cubin
+    bias = BufferArg("bias", T["fp32"], (1, 10), Init("zeros"))       # broadcast: Shape8 params
+    grid = BufferArg("out", T["fp32"], (3, 10), Init("zeros"))
+    dc = device_check(Check("out", expect=parse_expr("bias * 2", arrays=True)), grid,
+                      {"bias": bias, "out": grid}, {})
+    assert [t for t, _ in dc.scalars] == ["s", "s", "i"]        # strides, dims, the 2
+    assert b"cr_check" in compile_cuda(dc.source, name="cubinrun_device_check.cu", arch="sm_90",
+                                       options=["--fmad=false"]).cubin
 
 
 def test_an_input_made_whole_ahead_is_still_drawn_the_same_on_the_device():

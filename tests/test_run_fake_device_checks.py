@@ -176,3 +176,18 @@ def test_a_kept_reference_is_uploaded_once_while_its_refcache_entry_lives(device
     assert len(freed) == 2
     monkeypatch.setattr(device_data.KeptReference, "ROOM", 1 << 62)   # no room: the host's
     assert device_data.KeptReference().pointer(made, made.value) is None
+
+
+def test_a_bias_that_broadcasts_is_checked_on_the_device(device, fake_libcuda, emulated, capsys,
+                                                         monkeypatch, tmp_path):
+    import numpy as np
+    text = WHOLE.replace("y: {{shape: [M, M], init: {{random: normal}}}}",
+                         "y: {{shape: [M], dtype: bf16, init: {{random: normal}}}}")
+    np.save(tmp_path / "out.npy", np.ones((96, 96), np.float32))
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text.format(repo=REPO, ot="fp32", out=tmp_path / "out.npy",
+                                check="{expect: x + y, atol: 1.5, rtol: 0}"))
+    code_host, host = run(capsys, monkeypatch, spec, "host")
+    code_device, on_dev = run(capsys, monkeypatch, spec, "device")
+    assert "cr_check" in emulated
+    assert code_host == code_device == 1 and same_json(host["check"], on_dev["check"])

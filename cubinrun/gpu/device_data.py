@@ -223,6 +223,22 @@ def _normal(plan: DeviceDraw, values_fn, segments_fn, out, stream: int) -> bool:
 
 # ---------------------------------------------------------------- checks
 
+class Shape8(ctypes.Structure):
+    """device_check.cu's Shape8, passed by value: 8 dims or strides."""
+    _fields_ = [("d", ctypes.c_uint64 * 8)]
+
+
+def check_arguments(dc) -> tuple[list, list]:
+    """The check kernels' parameters after the inputs, as ctypes values: its
+    scalars (double, i64, Shape8) and the rule (mode, wrap, rtol, atol, nan_ok)."""
+    kinds = {"d": ctypes.c_double, "i": ctypes.c_int64,
+             "s": lambda dims: Shape8((ctypes.c_uint64 * 8)(*dims))}
+    scalars = [kinds[t](v) for t, v in dc.scalars]
+    rule = [ctypes.c_int(_MODES[dc.mode]), ctypes.c_int(int(dc.wrap)), ctypes.c_double(dc.rtol),
+            ctypes.c_double(dc.atol), ctypes.c_int(int(dc.nan_ok))]
+    return scalars, rule
+
+
 def checks_on_device(spec) -> dict:
     """The spec's checks the device can run: DeviceCheck by check name."""
     from ..hostdata.device_check_source import DeviceCheck, device_check
@@ -275,9 +291,7 @@ def run_check(dc, check, output, pointers: Mapping[str, int], stream: int):
     if check_fn is None or show_fn is None:
         return None
     inputs = [ctypes.c_void_p(pointers[name]) for name in dc.inputs]
-    scalars = [ctypes.c_double(v) if t == "d" else ctypes.c_int64(v) for t, v in dc.scalars]
-    rule = [ctypes.c_int(_MODES[dc.mode]), ctypes.c_int(int(dc.wrap)), ctypes.c_double(dc.rtol),
-            ctypes.c_double(dc.atol), ctypes.c_int(int(dc.nan_ok))]
+    scalars, rule = check_arguments(dc)
     out, n = ctypes.c_void_p(pointers[output.name]), math.prod(output.shape)
     words = driver.alloc(8 * (5 + SHOW_WORDS * 8 + 8))
     try:

@@ -16,6 +16,20 @@
 #define LOAD_U16(p, i) ((i64)(p)[i])
 #define LOAD_U32(p, i) ((i64)(p)[i])
 
+// An input broadcast to the output (NumPy's rules): the element of output index i,
+// its dims decomposed from the last; strides 0 where the input repeats.
+struct Shape8 { u64 d[8]; };
+
+CR_DEV u64 cr_index(u64 i, Shape8 dims, Shape8 strides) {
+    u64 at = 0;
+    for (int d = 7; d >= 0 && i; d--) {
+        u64 q = i / dims.d[d];
+        at += (i - q * dims.d[d]) * strides.d[d];
+        i = q;
+    }
+    return at;
+}
+
 // NumPy's minimum / maximum: a NaN on either side is the result.
 CR_DEV double cr_min_f(double a, double b) { return (a <= b || a != a) ? a : b; }
 CR_DEV double cr_max_f(double a, double b) { return (a >= b || a != a) ? a : b; }

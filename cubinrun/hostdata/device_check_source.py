@@ -8,11 +8,10 @@ mismatches), so only a few bytes come back.
 with the reason. The device path takes what it can evaluate exactly as NumPy
 does on the host (float64 for floats, int64 for integers, NumPy 2's rules for
 Python numbers): `+ - * /`, unary minus, single comparisons, `abs sqrt min max
-minimum maximum where`, over buffers of the output's size and scalars (vars and
-scalar args; a part made of scalars only is worked out on the host, in Python,
-and passed in). The host keeps: `file:` and Python references, whole-array
-expressions, region checks, checks of a global or reading one, inputs that
-broadcast, `// % **`, `and or not`, chained comparisons, the transcendental
+minimum maximum where`, over buffers of the output's shape or that broadcast
+to it (read through their strides) and scalars (vars and scalar args; a part
+made of scalars only is worked out on the host, in Python, and passed in). The host keeps: `file:` and Python references, whole-array
+expressions, region checks, checks of a global or reading one, `// % **`, `and or not`, chained comparisons, the transcendental
 functions (the device's exp, log, sin, ... round differently from NumPy's),
 u64 and fp8 buffers, and integers beyond int64.
 """
@@ -56,7 +55,7 @@ class DeviceCheck:
     `wrap`, `rtol`, `atol`, `nan_ok` as check.py's comparison has them."""
     source: str
     inputs: tuple[str, ...]
-    scalars: tuple[tuple[str, float | int], ...]     # ("d" or "i", value)
+    scalars: tuple[tuple[str, Any], ...]    # ("d" | "i", a number) or ("s", 8 dims/strides)
     reference_kind: str                               # "f", "i" or "b"
     mode: str
     wrap: bool
@@ -135,7 +134,9 @@ class _Codegen:
         self.check, self.output, self.buffers = check, output, buffers
         self.scalars, self.globals_read = scalars, globals_read
         self.inputs: list[str] = []
-        self.params: list[tuple[str, float | int]] = []
+        self.params: list[tuple[str, Any]] = []      # ("d" | "i", number) or ("s", 8 ints)
+        self.strides: dict[str, str] = {}           # a broadcast input's strides: its param
+        self.dims: str | None = None
 
     # -- (C++ code, kind): kind "f" float64, "i" int64, "b" bool; "F" / "I" a Python
     #    float / int (NumPy's weak scalars: they take the array's type)
@@ -197,13 +198,27 @@ class _Codegen:
             raise _NotHere(f"{name!r} is not a buffer")
         if buffer.dtype.name not in _DEVICE_TYPES:
             raise _NotHere(f"{buffer.dtype.name} inputs are read on the host")
-        if _squeezed(buffer.shape) != _squeezed(self.output.shape):
-            raise _NotHere(f"{name} broadcasts to the output's shape")   # or cannot: the host says
         if name not in self.inputs:
             self.inputs.append(name)
         k = self.inputs.index(name)
         kind = "f" if buffer.dtype.kind == "float" else "i"
-        return f"{_LOAD[buffer.dtype.name]}(in{k}, i)", kind
+        if _squeezed(buffer.shape) == _squeezed(self.output.shape):
+            return f"{_LOAD[buffer.dtype.name]}(in{k}, i)", kind      # the output's flat order
+        strides = _broadcast_strides(buffer.shape, self.output.shape)
+        if strides is None:
+            raise _NotHere(f"{name} does not broadcast to the output's shape: the host says so")
+        if name not in self.strides:
+            self.params.append(("s", _shape8(strides)))
+            self.strides[name] = f"s{len(self.params) - 1}"
+        return (f"{_LOAD[buffer.dtype.name]}(in{k}, cr_index(i, {self._dims()}, "
+                f"{self.strides[name]}))", kind)
+
+    def _dims(self) -> str:
+        """The parameter holding the output's dims (added once)."""
+        if self.dims is None:
+            self.params.append(("s", _shape8(self.output.shape)))
+            self.dims = f"s{len(self.params) - 1}"
+        return self.dims
 
     def _binary(self, n: ast.BinOp) -> tuple[str, str]:
         op = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}.get(type(n.op))
@@ -242,6 +257,30 @@ class _Codegen:
         raise _NotHere(f"{name}() is NumPy's own on the host (the device's rounds differently)")
 
 
+def _broadcast_strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int] | None:
+    """Per output dim, the input's element stride as NumPy broadcasts it to `out`
+    (0 where it repeats); None when it does not broadcast (the host's error)."""
+    if len(shape) > len(out):
+        shape = _squeezed(shape)
+        if len(shape) > len(out):
+            return None
+    shape = (1,) * (len(out) - len(shape)) + tuple(shape)
+    strides, step = [0] * len(out), 1
+    for d in range(len(out) - 1, -1, -1):
+        if shape[d] == out[d]:
+            strides[d] = step if shape[d] != 1 else 0
+        elif shape[d] != 1:
+            return None
+        step *= shape[d]
+    return strides
+
+
+def _shape8(values) -> tuple[int, ...]:
+    """Up to 8 dims (specs have at most 8), padded with 1 in front as a C Shape8."""
+    values = list(values)
+    return tuple([1] * (8 - len(values)) + values) if values else (1,) * 8
+
+
 def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
     """A shape without its leading 1s: shapes equal so read in the same flat order."""
     shape = tuple(shape)
@@ -272,10 +311,11 @@ def _as(part: tuple[str, str], kind: str) -> str:
 def _source(code: str, kind: str, output: ElementType, input_types: list[str],
             scalar_kinds: list[str]) -> str:
     """The check kernels' source: the template with the reference `code` over
-    inputs in0.. (their dtypes' names) and scalars s0.. ("d" double, "i" i64)."""
+    inputs in0.. (their dtypes' names) and parameters s0.. ("d" double, "i" i64,
+    "s" a Shape8: a broadcast input's strides or the output's dims)."""
     params = "".join(f"const {_C_TYPE[name]} *in{k}, " for k, name in enumerate(input_types))
-    params += "".join(f"{'double' if t == 'd' else 'i64'} s{k}, "
-                      for k, t in enumerate(scalar_kinds))
+    c_types = {"d": "double", "i": "i64", "s": "Shape8"}
+    params += "".join(f"{c_types[t]} s{k}, " for k, t in enumerate(scalar_kinds))
     args = "".join(f"in{k}, " for k in range(len(input_types)))
     args += "".join(f"s{k}, " for k in range(len(scalar_kinds)))
     ref_type = {"f": "double", "i": "i64", "b": "bool"}[kind]
