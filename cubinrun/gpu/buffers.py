@@ -1,11 +1,13 @@
 """Device memory for one launch: the spec's buffers (filled from their inputs)
 and the scratch areas, freed together at the end.
 
-Inputs are never whole in host memory: each buffer's input is made block by
-block into pinned staging slots and copied while the next blocks are made
-(`transfer.Staging`); buffers whose every element is the same (zeros, and
-fills of 1, 2 or 4 bytes) are set by the device instead. The inputs stay
-available, as `hostdata.InputValues`, for the check to read again.
+Inputs are never whole in host memory: what the device can draw itself
+(random floats and integers, normals, aranges, 8-byte fills:
+gpu/device_data.py) it draws, value for value the host's stream; the rest is
+made block by block into pinned staging slots and copied while the next
+blocks are made (`transfer.Staging`); buffers whose every element is the same
+(zeros, and fills of 1, 2 or 4 bytes) are set by a memset. The inputs stay
+available, as `hostdata.InputValues`, for a host check to read again.
 """
 from __future__ import annotations
 
@@ -44,6 +46,10 @@ class DeviceMemory:
     guards: list = field(default_factory=list)
     globals: dict = field(default_factory=dict)     # module_globals.DeviceGlobal, by name
     copies: InputCopies | None = None   # a session's kept inputs (gpu/input_copies.py)
+    on_device: list[str] = field(default_factory=list)     # inputs the device drew itself
+    digests: dict[str, int] = field(default_factory=dict)  # inputs of device checks, as uploaded
+    drawn_seconds: float = 0.0          # drawing inputs on the device (the "init" stage)
+    kept_reference: object = None       # a session's device_data.KeptReference
     _allocations: list[int] = field(default_factory=list)
 
     def _alloc(self, nbytes: int, align: int = 1) -> int:
@@ -91,12 +97,30 @@ class DeviceMemory:
             key = copy_key(position, values) if copies else None
             if copies and copies.restore(key, buffer.pointer, nbytes, staging.stream):
                 continue
-            staging.upload(buffer.pointer, values.host, values.count, values.block_size,
-                           values.block)
+            if not self._drawn_on_device(position, buffer):
+                staging.upload(buffer.pointer, values.host, values.count, values.block_size,
+                               values.block)
             if copies:
                 copies.keep(key, buffer.pointer, nbytes, staging.stream)
         staging.finish()
         del kept
+
+    def _drawn_on_device(self, position: int, buffer: DeviceBuffer) -> bool:
+        """Made by the device itself (gpu/device_data.py), the same values the host
+        would upload; False when it is the host's to make."""
+        from . import device_data
+        from ..hostdata.device_draws import device_draw
+        if not device_data.drawn_on_device(buffer.spec, position, buffer.values):
+            return False
+        plan = device_draw(buffer.spec, position, buffer.values)
+        began = time.perf_counter()
+        drawn = device_data.draw(plan, buffer.pointer, self.staging.stream)
+        # waited for here, so the stages say what making the inputs cost (init)
+        driver.stream_synchronize(self.staging.stream, context=f"drawing {buffer.spec.name}")
+        self.drawn_seconds += time.perf_counter() - began
+        if drawn:
+            self.on_device.append(buffer.spec.name)
+        return drawn
 
     def restore(self, plan: Plan) -> None:
         """Back to the state before the first launch (`--repeat`): the scratch zeroed
@@ -170,10 +194,11 @@ def allocate(plan: Plan, inputs: list[InputValues] | None = None,
         memory.profile_scratch = memory.add_scratch(plan.profile_scratch)
         memory.globals = dict(module_globals or {})
         memory.upload()
+        from .device_data import input_digests
+        memory.digests = input_digests(plan.spec, memory)
     except BaseException:
         memory.free()
         raise
-    waits = memory.staging.waits
-    memory.seconds = {"init": waits.host,
-                      "upload": time.perf_counter() - began - waits.host}
+    making = memory.staging.waits.host + memory.drawn_seconds
+    memory.seconds = {"init": making, "upload": time.perf_counter() - began - making}
     return memory

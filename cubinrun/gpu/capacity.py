@@ -1,8 +1,8 @@
 """Refuse a spec that cannot fit, before anything is made or allocated.
 
 Host memory a launch needs: the inputs kept whole (random integers, which NumPy
-draws in one call, and `file:` inputs), the pinned staging slots, and the
-workers' blocks; every other input is made block by block into the staging
+draws in one call, unless the device draws them and no host check reads them,
+and `file:` inputs), the pinned staging slots, and the workers' blocks; every other input is made block by block into the staging
 slots and made again block by block by the check. Device memory: every buffer
 and the scratch areas, each allocation rounded to the driver's 2 MiB pages.
 """
@@ -17,12 +17,40 @@ _WORKER_BYTES = 96 << 20        # per worker: a few float64 blocks of a check or
 _DEVICE_PAGE = 2 << 20
 
 
-def kept_bytes(buffer) -> int:
-    """Host bytes an input keeps whole while the launch runs."""
+def kept_bytes(buffer, index: int = 0, read_on_host: frozenset[str] | None = None) -> int:
+    """Host bytes an input keeps whole while the launch runs: a random integer
+    buffer is not made on the host at all when the device draws it and no check
+    the host runs reads it (`read_on_host`: the names such checks read; None:
+    count it as the host path would). A device that cannot draw after all (no
+    NVRTC) has the host make it, uncounted here."""
     init = buffer.init
-    if init.kind == "file" or (init.kind == "random" and buffer.dtype.kind != "float"):
+    if init.kind == "file":
+        return buffer.nbytes
+    if init.kind == "random" and buffer.dtype.kind != "float":
+        if read_on_host is not None and buffer.name not in read_on_host:
+            from .device_data import drawn_on_device
+            if drawn_on_device(buffer, index):
+                return 0
         return buffer.nbytes
     return 0
+
+
+def _read_on_host(spec) -> frozenset[str] | None:
+    """The buffers a check the host runs may read (None: every check is the
+    host's, or a Python reference may read any of them)."""
+    from .device_data import checks_on_device, enabled
+    if not enabled():
+        return None
+    on_device = checks_on_device(spec)
+    names: set[str] = set()
+    for check in spec.checks:
+        if check.name in on_device:
+            continue
+        if check.reference is not None:         # a Python reference: any input
+            return None
+        if check.expect is not None:            # (a file: reference reads no input)
+            names |= {name.split("[")[0] for name in check.expect.names}
+    return frozenset(names)
 
 
 def host_need(spec) -> tuple[int, list[str]]:
@@ -30,7 +58,9 @@ def host_need(spec) -> tuple[int, list[str]]:
     from ..hostdata.threads import worker_count
     from .transfer import SLOT_BYTES, SLOTS
     buffers = list(spec.buffers.values())
-    kept = [(b.name, kept_bytes(b)) for b in buffers if kept_bytes(b)]
+    reads = _read_on_host(spec)
+    sizes = [(b.name, kept_bytes(b, i, reads)) for i, b in enumerate(buffers)]
+    kept = [(name, n) for name, n in sizes if n]
     largest = max((b.nbytes for b in buffers), default=0)
     staging = SLOTS * min(SLOT_BYTES, largest)
     workers = worker_count() * _WORKER_BYTES if largest else 0

@@ -247,6 +247,31 @@ def set_function_attribute(function, attribute: str, value: int, context: str = 
          enum("CUfunction_attribute", f"CU_FUNC_ATTRIBUTE_{attribute}"), value, context=context)
 
 
+def launch_kernel(function, blocks: int, threads: int, args: list, stream: int,
+                  context: str = "") -> None:
+    """cuLaunchKernel of a 1-D grid; `args` are ctypes values (c_uint64, c_double,
+    c_void_p, ...), one per parameter (cubinrun's own kernels: gpu/device_data.py)."""
+    pointers = (ctypes.c_void_p * max(len(args), 1))(
+        *[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args])
+    call("cuLaunchKernel", function, blocks, 1, 1, threads, 1, 1, 0, stream,
+         ctypes.addressof(pointers), 0, context=context)
+
+
+def current_capability() -> tuple[int, int]:
+    """The compute capability of the current context's device."""
+    device = call("cuCtxGetDevice")
+    return (device_attribute(device, "COMPUTE_CAPABILITY_MAJOR"),
+            device_attribute(device, "COMPUTE_CAPABILITY_MINOR"))
+
+
+def copy_to_host_bytes(pointer: int, nbytes: int) -> bytes:
+    """A few bytes of device memory (a check's counts), synchronously."""
+    buffer = ctypes.create_string_buffer(max(nbytes, 1))
+    if nbytes:
+        call("cuMemcpyDtoH", ctypes.addressof(buffer), pointer, nbytes)
+    return buffer.raw[:nbytes]
+
+
 def handle_int(handle) -> int:
     """The address behind a cuda.bindings handle (what the C launcher takes)."""
     return int(handle)

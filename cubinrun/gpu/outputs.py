@@ -1,4 +1,6 @@
-"""The outputs after a launch: downloaded through the staging slots, checked and
+"""The outputs after a launch: checked on the device where it can
+(gpu/device_data.py: an elementwise `expect:`, only counts and the first
+mismatches come back), else downloaded through the staging slots, checked and
 saved slot by slot while the next slots arrive.
 
 Each checked output is compared box by box on the worker threads (check.Checker)
@@ -33,9 +35,10 @@ class Outputs:
 _making = threading.Lock()
 
 
-def make_checkers(spec, inputs: dict) -> list:
-    """A check.Checker per check of the spec, reading `inputs` (InputValues by
-    name); a check against a whole-array reference (a matmul's) makes it now."""
+def make_checkers(spec, inputs: dict, names: set[str] | None = None) -> list:
+    """A check.Checker per check of the spec (those named in `names`, if given),
+    reading `inputs` (InputValues by name); a check against a whole-array
+    reference (a matmul's) makes it now."""
     from ..errors import SpecError
     from ..hostdata.check import Checker
     env = spec.expression_env()
@@ -43,6 +46,8 @@ def make_checkers(spec, inputs: dict) -> list:
     checkers = []
     with _making:
         for check in spec.checks:
+            if names is not None and check.name not in names:
+                continue
             target = outputs[check.output]
             try:
                 checkers.append(Checker(check, target.shape, target.dtype, inputs, env,
@@ -63,22 +68,35 @@ def checkers_ahead(spec, inputs: list) -> Future | None:
         return None
     from ..hostdata.threads import on_thread
     by_name = dict(zip(spec.buffers, inputs, strict=True))
-    return on_thread(make_checkers, spec, by_name, name="cubinrun-references")
+    return on_thread(make_checkers, spec, by_name, _host_checks(spec), name="cubinrun-references")
+
+
+def _host_checks(spec) -> set[str]:
+    """The checks the host makes a Checker for ahead: those the device cannot run
+    (a device check's Checker is made only if the device run falls back)."""
+    from .device_data import checks_on_device, enabled
+    eligible = checks_on_device(spec) if enabled() else {}
+    return {check.name for check in spec.checks if check.name not in eligible}
 
 
 def check_and_save(spec, memory, ahead: Future | None = None) -> Outputs:
     """`memory`: the launch's buffers.DeviceMemory, after the kernel finished;
     `ahead`: the checkers from checkers_ahead."""
-    if ahead is not None:
-        checkers = ahead.result()
-    else:
-        inputs = {name: b.values for name, b in memory.buffers.items()}
-        inputs.update((name, g.values) for name, g in memory.globals.items())
-        checkers = make_checkers(spec, inputs)
+    inputs = {name: b.values for name, b in memory.buffers.items()}
+    inputs.update((name, g.values) for name, g in memory.globals.items())
+    checkers = ahead.result() if ahead is not None else make_checkers(spec, inputs,
+                                                                      _host_checks(spec))
     began, waited = time.perf_counter(), memory.staging.waits.copies
+    on_device = _device_checks(spec, memory)
+    made = {c.check.name for c in checkers}
+    fallback = {c.name for c in spec.checks} - made - set(on_device)
+    if fallback:                        # device checks the device could not run after all
+        checkers += make_checkers(spec, inputs, fallback)
+    on_device.update(_reference_checks(spec, memory, checkers))
     parts: dict[int, list] = {}
     for buffer in spec.buffers.values():
-        mine = [c for c in checkers if c.check.output == buffer.name]
+        mine = [c for c in checkers if c.check.output == buffer.name
+                and c.check.name not in on_device]
         if any(c.check.region is not None for c in mine):
             whole = _download_whole(memory, buffer)
             for c in mine:
@@ -94,10 +112,65 @@ def check_and_save(spec, memory, ahead: Future | None = None) -> Outputs:
         for c in checkers:
             if c.check.output in values:
                 parts[id(c)] = _compare_whole(c, values[c.check.output])
-    done = Outputs([c.result(parts[id(c)]) for c in checkers],
+    by_name = {c.check.name: c for c in checkers}
+    done = Outputs([on_device[check.name] if check.name in on_device
+                    else by_name[check.name].result(parts[id(by_name[check.name])])
+                    for check in spec.checks],
                    [str(b.save) for b in spec.buffers.values() if b.save])
     download = memory.staging.waits.copies - waited
     done.seconds = {"download": download, "check": time.perf_counter() - began - download}
+    return done
+
+
+def _device_checks(spec, memory) -> dict:
+    """The checks the device runs (hostdata/device_check_source.py says which and
+    why): their CheckResults by check name; the host makes nothing for them.
+    Their inputs are read from device memory after the launch: one whose digest
+    changed since the upload (the kernel wrote it, an in-place update) sends its
+    checks to the host, which reads the inputs as they were made."""
+    from . import device_data
+    if not device_data.enabled():
+        return {}
+    eligible = device_data.checks_on_device(spec)
+    pointers = {name: b.pointer for name, b in memory.buffers.items()}
+    stream = memory.staging.stream
+    unchanged = {name for name, before in memory.digests.items()
+                 if device_data.digest(pointers[name], memory.buffers[name].spec.nbytes,
+                                       stream) == before}
+    done = {}
+    for check in spec.checks:
+        dc = eligible.get(check.name)
+        if dc is None or not set(dc.inputs) <= unchanged:     # the kernel wrote an input
+            continue
+        result = device_data.run_check(dc, check, spec.buffers[check.output], pointers, stream)
+        if result is not None:
+            done[check.name] = result
+    return done
+
+
+def _reference_checks(spec, memory, checkers) -> dict:
+    """Checks against a whole reference the host made (a matmul's), compared on the
+    device with that array uploaded (kept for the next run while its reference is
+    kept): their CheckResults by check name. The output then never comes back."""
+    from . import device_data
+    from ..hostdata.device_check_source import DeviceCheck, reference_check
+    if not device_data.enabled():
+        return {}
+    pointers = {name: b.pointer for name, b in memory.buffers.items()}
+    kept = memory.kept_reference or device_data.KeptReference()
+    done = {}
+    try:
+        for c in checkers:
+            output = spec.buffers.get(c.check.output)
+            dc = reference_check(c) if output is not None else None
+            if isinstance(dc, DeviceCheck):
+                result = device_data.compare_with_reference(dc, c, output, pointers,
+                                                            memory.staging.stream, kept)
+                if result is not None:
+                    done[c.check.name] = result
+    finally:
+        if kept is not memory.kept_reference:      # no session to keep it for
+            kept.close()
     return done
 
 

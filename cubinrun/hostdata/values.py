@@ -48,7 +48,8 @@ Blocks
 time on the worker threads (threads.py), value for value the arrays above:
 uniform floats jump the PCG64 to each block's first value, normal blocks align
 on the true stream (pcgstream.NormalStream), integers are drawn in the one call
-above (NumPy's bounded integers keep buffered bits between values) and kept.
+above (NumPy's bounded integers keep buffered bits between values), when first
+read, and kept.
 The check reads any range again by the same means instead of keeping inputs.
 
 fp8e4b15 (Triton's `tl.float8e4b15`), checked in triton-lang/triton
@@ -412,9 +413,10 @@ def _random(buffer: BufferArg, init: Init, stream: Stream, field: str) -> InputV
             raise SpecError(f"random integers in [{first}, {stop - 1}] do not fit "
                             f"{dtype.name} [{int(lo_range)}, {int(hi_range)}]", field=field)
         # one call, as before: NumPy's bounded integers keep buffered bits per call,
-        # so blocks drawn apart would differ; these buffers are made whole
-        whole = stream.at(0).integers(first, stop, size=shape, dtype=dtype.numpy_dtype())
-        return InputValues(buffer, None, whole=whole)
+        # so blocks drawn apart would differ; these buffers are made whole, when first
+        # read (a buffer the device draws itself is never made here)
+        return InputValues(buffer, _drawn_whole(
+            lambda: stream.at(0).integers(first, stop, size=shape, dtype=dtype.numpy_dtype())))
     if not low < high:                   # one bound given, the other a default
         raise SpecError(f"uniform [{low:g}, {high:g}) is empty: low must be below high",
                         field=field)
@@ -425,6 +427,19 @@ def _random(buffer: BufferArg, init: Init, stream: Stream, field: str) -> InputV
         raise SpecError(f"uniform [{low:g}, {high:g}) is wider than float64 can draw",
                         field=field)
     return InputValues(buffer, lambda a, b: cast_floats(uniform(stream, low, high, a, b), dtype))
+
+
+def _drawn_whole(make: Callable[[], np.ndarray]) -> Callable[[int, int], np.ndarray]:
+    """A draw(a, b) that makes the whole array once, on first use (any thread)."""
+    import threading
+    lock, made = threading.Lock(), []
+
+    def draw(start: int, stop: int) -> np.ndarray:
+        with lock:
+            if not made:
+                made.append(make().reshape(-1))
+        return made[0][start:stop]
+    return draw
 
 
 def _below_int_max(dtype: ElementType) -> float:

@@ -46,8 +46,9 @@ class Ready:
 class Session:
     """What the runs on one device share: the device (its primary context
     current), one stream, the timing kernels (with the event offset they measure
-    once), binaries by source, loaded modules by content and device copies of
-    the last run's inputs (gpu/input_copies.py)."""
+    once), binaries by source, loaded modules by content, device copies of
+    the last run's inputs (gpu/input_copies.py) and of the last whole reference
+    a check compared with on the device (gpu/device_data.py)."""
 
     def __init__(self, device: driver.Device):
         self.device = device
@@ -59,6 +60,8 @@ class Session:
         self._staging = None
         from ..gpu.input_copies import InputCopies
         self.input_copies = InputCopies()
+        from ..gpu.device_data import KeptReference
+        self.kept_reference = KeptReference()   # a whole reference on the device, run to run
         self.runs = 0               # made ready so far
 
     @property
@@ -102,6 +105,9 @@ class Session:
 
     def close(self) -> None:
         self.input_copies.close()
+        self.kept_reference.close()
+        from ..gpu.device_data import forget_modules
+        forget_modules()
         if self._timing is not None:
             self._timing.close()
             self._timing = None
@@ -153,13 +159,17 @@ def on_host(path: str | Path, overrides: Mapping[str, str], devices: Devices, ch
     the upload and the GPU's work; the references wait for the turn, since
     their threads would compete with the process timing now."""
     from ..gpu.buffers import make_inputs
+    from ..gpu.device_data import load_nvrtc_ahead
     from ..gpu.outputs import checkers_ahead
+    load_nvrtc_ahead()              # the device's data kernels need it soon
     with located(path):
         plan = plan_spec(path, overrides, devices.values)
         began = time.perf_counter()
         values = make_inputs(plan)
         if ahead and sum(v.nbytes for v in values) <= AHEAD_INPUT_BYTES:
-            values = [v.made() for v in values]
+            from ..gpu.device_data import drawn_on_device      # those the device draws itself
+            values = [v if drawn_on_device(b, i, v) else v.made()
+                      for i, (b, v) in enumerate(zip(plan.spec.buffers.values(), values))]
         inputs = Inputs(values, time.perf_counter() - began)
         checkers = checkers_ahead(plan.spec, values) if check and not ahead else None
         if ahead:                   # CUDA opened while the others took their turns
@@ -226,6 +236,7 @@ def make_ready(plan: Plan, session: Session, inputs: Inputs, early: Prepared | N
     memory = buffers.allocate(plan, inputs.values, device.name, guard=guard, repeat=repeat,
                               staging=session.staging, module_globals=bound,
                               copies=session.copies_for_this_run())
+    memory.kept_reference = session.kept_reference
     try:
         values = launcher_values(plan.slots, memory)
         check_addresses(plan, values)

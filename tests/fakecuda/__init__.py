@@ -189,12 +189,17 @@ def shared_fake_driver(folder: Path) -> FakeDriver:
 
 @contextmanager
 def fake_driver_env(folder: Path) -> Iterator[FakeDriver]:
-    """The fake driver, with CUBINRUN_LIBCUDA pointing at it and the launcher cache in `folder`."""
+    """The fake driver, with CUBINRUN_LIBCUDA pointing at it and the launcher cache in
+    `folder`. The fake runs none of cubinrun's own device code (gpu/device_data.py),
+    so data is made and checked on the host (CUBINRUN_DATA=host) unless a test
+    emulates it (tests/test_run_fake_device_data.py)."""
     fake = shared_fake_driver(folder)
     fake.reset()
-    saved = {name: os.environ.get(name) for name in ("CUBINRUN_LIBCUDA", "CUBINRUN_CACHE_DIR")}
+    saved = {name: os.environ.get(name)
+             for name in ("CUBINRUN_LIBCUDA", "CUBINRUN_CACHE_DIR", "CUBINRUN_DATA")}
     os.environ["CUBINRUN_LIBCUDA"] = str(fake.path)
     os.environ["CUBINRUN_CACHE_DIR"] = str(folder / "cache")
+    os.environ["CUBINRUN_DATA"] = "host"
     try:
         yield fake
     finally:

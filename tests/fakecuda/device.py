@@ -122,6 +122,7 @@ class FakeDevice:
     def cuDeviceGetUuid(self, handle): return FakeUuid(bytes([0xFA, 0xCE, *[0] * 13, handle]))
     def cuDevicePrimaryCtxRetain(self, handle): return 1
     def cuCtxSetCurrent(self, context): return None
+    def cuCtxGetDevice(self): return visible_devices()[0]
 
     def cuDeviceGetAttribute(self, attribute, handle):
         return self.ATTRIBUTES.get(attribute.name.removeprefix("CU_DEVICE_ATTRIBUTE_"), 1)

@@ -22,3 +22,6 @@ def install() -> None:
     device.crash_kernels = set(filter(None, os.environ.get("FAKECUDA_CRASH", "").split(",")))
     device.sticky_marker = os.environ.get("FAKECUDA_STICKY_MARKER", "").encode()
     driver.call = device
+    # the fake runs none of cubinrun's own kernels: data made and checked on the host
+    # (this process's environment only)
+    os.environ.setdefault("CUBINRUN_DATA", "host")

@@ -165,9 +165,9 @@ def test_the_checks_references_are_made_on_a_thread_before_the_launch(device, fa
     made = []
     real = outputs.make_checkers
 
-    def recording(spec, inputs):
+    def recording(spec, inputs, names=None):
         made.append((threading.current_thread().name, fake_libcuda.launch_count))
-        return real(spec, inputs)
+        return real(spec, inputs, names)
     monkeypatch.setattr(outputs, "make_checkers", recording)
     code, out, _ = run_cli(capsys, "launch", "--json", "--no-bench", CONFIGS / "vector_add.yaml",
                            "--set", "N=4096")
@@ -181,7 +181,7 @@ def test_an_error_in_a_reference_made_ahead_names_the_spec_and_line(device, fake
     from cubinrun.errors import SpecError
     from cubinrun.gpu import outputs
 
-    def failing(spec, inputs):
+    def failing(spec, inputs, names=None):
         raise SpecError(f"made on {threading.current_thread().name}", field="check.out")
     monkeypatch.setattr(outputs, "make_checkers", failing)
     code, _, err = run_cli(capsys, "launch", "--no-bench", CONFIGS / "vector_add.yaml",
