@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hostcxx import same_json
+from support.hostcxx import same_json
 
 import numpy as np
 import pytest
@@ -24,7 +24,7 @@ from cubinrun.hostdata.values import input_values
 from cubinrun.specfile.model import BufferArg, Init
 
 pytestmark = pytest.mark.gpu
-REPO = Path(__file__).resolve().parent.parent
+from support.repo import REPO
 
 
 @pytest.fixture(scope="module")

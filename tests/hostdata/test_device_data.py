@@ -1,4 +1,4 @@
-"""The device-data sources, built with the host's C++ compiler (tests/hostcxx.py),
+"""The device-data sources, built with the host's C++ compiler (tests/support/hostcxx.py),
 against the host's own path: inputs drawn by device_draws.cu are NumPy's stream
 bit for bit, and the generated check kernels report what check.py reports
 (counts, largest errors, first mismatches) on passing and failing outputs.
@@ -12,8 +12,8 @@ import math
 import numpy as np
 import pytest
 
-import hostcxx
-from hostcxx import same_json
+from support import hostcxx
+from support.hostcxx import same_json
 from cubinrun.dtypes import ELEMENT_TYPES as T
 from cubinrun.errors import SpecError
 from cubinrun.hostdata import device_draws as dd

@@ -2,7 +2,7 @@
 fake driver, for many dtypes, inits and expressions: the vector-add cubin's
 buffers retyped (`dtype:`), the fake kernel writing nothing, so the outputs keep
 their inits and the checks pass or fail by those. The device's kernels are their
-host build (tests/hostcxx.py); the reports must be the same on both paths."""
+host build (tests/support/hostcxx.py); the reports must be the same on both paths."""
 from __future__ import annotations
 
 import json
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import hostcxx
-from hostcxx import same_json
+from support import hostcxx
+from support.hostcxx import same_json
 from cubinrun.cli import main
 
-REPO = Path(__file__).resolve().parent.parent
+from support.repo import REPO
 pytestmark = pytest.mark.skipif(hostcxx.compiler() is None, reason="no host C++ compiler")
 
 SPEC = """

@@ -1,6 +1,6 @@
 """The device-data wiring on the CPU: `cubinrun launch` on the fake driver with
 cubinrun's own kernels (gpu/device_data.py) run by their host build
-(tests/hostcxx.py) in place of NVRTC and cuLaunchKernel. The run with the data
+(tests/support/hostcxx.py) in place of NVRTC and cuLaunchKernel. The run with the data
 drawn and checked "on the device" reports what the forced host path
 (CUBINRUN_DATA=host) reports, and the device path really ran."""
 from __future__ import annotations
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import hostcxx
-from hostcxx import same_json
+from support import hostcxx
+from support.hostcxx import same_json
 from cubinrun.cli import main
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+from support.repo import CONFIGS, REPO
 pytestmark = pytest.mark.skipif(hostcxx.compiler() is None, reason="no host C++ compiler")
 
 
@@ -117,7 +117,7 @@ def test_inputs_drawn_on_the_device_are_the_host_stream(xt, xi, yt, yi, ot, oi, 
     for where in ("host", "device"):
         folder = tmp_path / where
         spec = tmp_path / f"{where}.yaml"
-        spec.write_text(SAVED.format(repo=Path(__file__).resolve().parent.parent, xt=xt, xi=xi,
+        spec.write_text(SAVED.format(repo=REPO, xt=xt, xi=xi,
                                      yt=yt, yi=yi, ot=ot, oi=oi, folder=folder))
         monkeypatch.setenv("CUBINRUN_DATA", where)
         with pytest.raises(SystemExit) as done:
