@@ -45,7 +45,10 @@ def resolve_url(db: str | None) -> str:
     if path.exists() and not path.is_file():
         raise UsageError(f"--db {db}: not a regular file; give a file (an SQLite database) "
                          "or a URL")
-    return "sqlite:///" + str(path.resolve())
+    from sqlalchemy.engine import URL
+    # built, not pasted: a ? or # in the path is the file's name, not a query
+    return URL.create("sqlite", database=str(path.resolve())).render_as_string(
+        hide_password=False)
 
 
 def connect(url: str):
