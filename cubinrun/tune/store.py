@@ -105,6 +105,10 @@ def _open(url: str | None, name: str, direction: str, sampler):
         raise driver_missing(url, "--storage", exc) from None
     except optuna.exceptions.DuplicatedStudyError:
         raise _Racing() from None
+    except RuntimeError as exc:
+        if "compatible with the table schema" not in str(exc):
+            raise
+        raise UsageError(f"--storage {shown_url(url)}: {_foreign_schema(url, exc)}") from None
     except (ValueError, optuna.exceptions.OptunaError) as exc:
         raise UsageError(f"--storage {shown_url(url)}: {first_line(exc, url)}") from None
     except Exception as exc:            # SQLAlchemy's: a refused connection, a bad file
@@ -114,6 +118,27 @@ def _open(url: str | None, name: str, direction: str, sampler):
         if any(word in text for word in ("already exists", "locked", "duplicate key", "UNIQUE")):
             raise _Racing() from None
         raise UsageError(f"--storage {shown_url(url)}: {text}") from None
+
+
+# Where a cubinrun history store before its own version table kept its revision:
+# the table Optuna keeps its own in (alembic_version), beside its tables.
+_OLD_HISTORY_TABLES = {"series", "runs", "alembic_version"}
+
+
+def _foreign_schema(url: str, exc: RuntimeError) -> str:
+    """Optuna's word on a schema version it does not know, unless the version
+    is an older cubinrun history's: then how to move it out of Optuna's way."""
+    import sqlalchemy as sa
+    engine = sa.create_engine(resolved(url, "--storage"), **_engine_options(url))
+    try:
+        tables = set(sa.inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+    if _OLD_HISTORY_TABLES <= tables and "cubinrun_history_version" not in tables:
+        return ("it also holds a history an older cubinrun made, whose schema version sits in "
+                f"Optuna's table: run `cubinrun history list --db {shown_url(url)}` once to move "
+                "it, then tune again")
+    return first_line(exc, url)
 
 
 def _engine_options(url: str) -> dict:
