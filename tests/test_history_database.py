@@ -38,8 +38,8 @@ def test_a_damaged_page_is_one_line_for_every_reader(tmp_path):
     # list reads only the newest date, which SQLite's max() finds among the text ones
     ("UPDATE runs SET commit_date = 12345 WHERE id = 2",
      "a stored value is not what the history writes", READERS[1:]),
-    ("UPDATE series SET point = '{x' WHERE id = 1", "series 1: its point is not a JSON object ('{x')",
-     READERS),
+    ("UPDATE series SET point = '{x' WHERE id = 1",
+     "series 1: its point is not a JSON object ('{x')", READERS),
     ("UPDATE series SET point = '[1, 2]' WHERE id = 1", "series 1: its point is not a JSON object",
      READERS),
 ])
@@ -74,10 +74,10 @@ def test_prune_before_a_date_beyond_year_9999_names_before(tmp_path):
     assert done.returncode == 2 and one_line(done).startswith("error: --before '9999-12-31")
 
 
-@pytest.mark.parametrize("jsonl", [True, False])
-def test_a_check_that_is_not_a_boolean_names_file_line_and_field(tmp_path, jsonl):
+@pytest.mark.parametrize("jsonl, passed", [(True, "yes"), (False, "yes"), (True, 1)])
+def test_a_check_that_is_not_a_boolean_names_file_line_and_field(tmp_path, jsonl, passed):
     good = result("configs/a.yaml", 5.0)
-    bad = {**result("configs/b.yaml", 7.0), "check": {"passed": "yes"}}
+    bad = {**result("configs/b.yaml", 7.0), "check": {"passed": passed}}
     path = tmp_path / ("r.jsonl" if jsonl else "r.json")
     path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n" if jsonl else
                     json.dumps({"results": [good, bad]}))

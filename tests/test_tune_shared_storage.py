@@ -19,7 +19,8 @@ import tunelandscape
 
 pytest.importorskip("optuna", reason="cubinrun tune needs the tune extra (Optuna)")
 
-ALL_POINTS = {json.dumps(p, sort_keys=True) for p in tunelandscape.points(tunelandscape.SMOOTH_AXES)}
+ALL_POINTS = {json.dumps(p, sort_keys=True)
+              for p in tunelandscape.points(tunelandscape.SMOOTH_AXES)}
 
 
 @pytest.mark.parametrize("attempt", range(2))

@@ -63,7 +63,8 @@ def connect(url: str):
     try:
         engine = sa.create_engine(resolved(url, "--db"), **_options(url))
     except (sa.exc.ArgumentError, ValueError) as exc:
-        raise UsageError(f"--db {shown(url)}: not a database URL ({first_line(exc, url)})") from None
+        raise UsageError(f"--db {shown(url)}: not a database URL "
+                         f"({first_line(exc, url)})") from None
     except ImportError as exc:
         raise driver_missing(url, "--db", exc) from None
     if engine.dialect.name == "sqlite":

@@ -48,7 +48,7 @@ def run_of(result: Located, series_key: str, commit: Commit, source: str) -> dic
     values = list(medians) if medians else (list(samples) if samples is not None else None)
     energy = result.get("energy") or {}
     check = result.get("check") or {}
-    if check.get("passed") not in (True, False, None):     # checked here, before any store is opened
+    if not isinstance(check.get("passed"), (bool, type(None))):    # before any store is opened
         raise UsageError(f"{result.where}: `check.passed` should be true, false or null")
     row = {
         "commit": commit.sha, "branch": commit.branch, "source": source,

@@ -23,7 +23,8 @@ from .schema import runs, series
 
 
 class _BadRow(Exception):
-    """A stored value the history never writes (the database changed by hand or by another program)."""
+    """A stored value the history never writes (the database was changed by
+    hand or by another program)."""
 
 
 def _guarded(function):
@@ -50,8 +51,9 @@ def _rows(connection, query):
         except StopIteration:
             return
         except (ValueError, TypeError, OverflowError) as exc:
-            raise _BadRow(f"a stored value is not what the history writes ({first_line(exc, '')[:200]}); "
-                          "was the database changed outside cubinrun?") from None
+            raise _BadRow(f"a stored value is not what the history writes "
+                          f"({first_line(exc, '')[:200]}); was the database changed outside "
+                          "cubinrun?") from None
         yield row
 
 
