@@ -42,6 +42,8 @@ def test_a_damaged_page_is_one_line_for_every_reader(tmp_path):
      "series 1: its point is not a JSON object ('{x')", READERS),
     ("UPDATE series SET point = '[1, 2]' WHERE id = 1", "series 1: its point is not a JSON object",
      READERS),
+    ("UPDATE runs SET median_us = 'fast' WHERE id = 1",
+     "a run of series 1: its median_us is not what the history writes ('fast')", READERS[1:]),
 ])
 def test_rows_changed_by_hand_are_one_line(tmp_path, change, problem, readers):
     db = tmp_path / "h.sqlite"

@@ -69,6 +69,22 @@ def _point(row) -> dict:
     return point
 
 
+# A run's columns that a check reads as numbers (SQLite keeps whatever was put in).
+_NUMBER_COLUMNS = ("median_us", "noise", "p10_us", "p90_us", "exit_code")
+
+
+def _checked_run(row):
+    """A run row whose numbers are numbers."""
+    wrong = [c for c in _NUMBER_COLUMNS if not (
+        getattr(row, c) is None or (isinstance(getattr(row, c), (int, float))
+                                    and not isinstance(getattr(row, c), bool)))]
+    if wrong:
+        raise _BadRow(f"a run of series {row.id}: its {wrong[0]} is not what the history writes "
+                      f"({str(getattr(row, wrong[0]))[:80]!r}); was the database changed "
+                      "outside cubinrun?")
+    return row
+
+
 @dataclass
 class Added:
     added: int = 0
@@ -171,7 +187,7 @@ def read_series(engine, branch: str) -> list[Series]:
             if row.id not in found:
                 found[row.id] = Series(row.key, row.spec, row.kernel, _point(row), row.device, [])
                 grouped[row.id] = {}
-            grouped[row.id].setdefault(row.commit, []).append(row)
+            grouped[row.id].setdefault(_checked_run(row).commit, []).append(row)
     for series_id, one in found.items():
         one.points = [_merged(rows) for rows in grouped[series_id].values()]
     return sorted(found.values(), key=lambda s: s.name)
