@@ -45,6 +45,7 @@ def test_three_tunes_at_once_on_one_sqlite_file_measure_each_point_once(tmp_path
 
 @pytest.mark.parametrize("history_first", [True, False])
 def test_history_and_tune_share_one_sqlite_file_in_either_order(tmp_path, history_first):
+    pytest.importorskip("ruptures", reason="cubinrun history needs the history extra")
     db = tmp_path / "shared.sqlite"
     url = f"sqlite:///{db}"
     if history_first:
@@ -65,6 +66,7 @@ def test_history_and_tune_share_one_sqlite_file_in_either_order(tmp_path, histor
 
 
 def test_a_tune_on_a_history_an_older_cubinrun_made_says_how_to_move_its_version(tmp_path):
+    pytest.importorskip("ruptures", reason="cubinrun history needs the history extra")
     db = tmp_path / "old.sqlite"
     fill_history(tmp_path, str(db), commits=1)
     with sqlite3.connect(db) as connection:         # as an older cubinrun left it
