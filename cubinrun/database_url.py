@@ -21,8 +21,9 @@ _PIP_NAMES = {"psycopg": "'psycopg[binary]'", "psycopg2": "psycopg2-binary",
               "MySQLdb": "mysqlclient", "pymysql": "PyMySQL", "cx_Oracle": "oracledb",
               "oracledb": "oracledb", "pyodbc": "pyodbc", "pymssql": "pymssql"}
 
-# `scheme://user:PASSWORD@`: SQLAlchemy's own reading (the password ends at the first @).
-_USERINFO = re.compile(r"^([A-Za-z][\w+.-]*://[^:/@?#]*:)([^@]*)(@)")
+# `scheme://user:PASSWORD@`, to the authority's last @ (SQLAlchemy ends the password
+# at the first: an @ typed unencoded in a password is hidden whole all the same).
+_USERINFO = re.compile(r"^([A-Za-z][\w+.-]*://[^:/@?#]*:)([^/?#]*)(@)")
 # A query parameter whose name says it holds a secret (password, sslpassword, token...).
 _SECRET_PARAMETER = re.compile(
     r"([?&][^=&#]*(?:pass|pwd|secret|token|key|auth|cred)[^=&#]*=)([^&#]*)", re.IGNORECASE)

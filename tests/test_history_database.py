@@ -169,3 +169,25 @@ def test_an_optuna_revision_in_alembic_version_is_left_alone(tmp_path):
         assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == \
             [("v3.2.0.a",)]
     connection.close()
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("postgresql://u:pw@host/db", "postgresql://u:***@host/db"),
+    ("postgresql://u:p@ss@host/db", "postgresql://u:***@host/db"),     # an @ left unencoded
+    ("postgresql://u@/db?host=/x&password=s%40c", "postgresql://u@/db?host=/x&password=***"),
+    ("postgresql://h/d?sslpassword=a&token=b&user=c",
+     "postgresql://h/d?sslpassword=***&token=***&user=c"),
+    ("postgresql://host:5432/db?application_name=a@b",         # no secret: as typed
+     "postgresql://host:5432/db?application_name=a@b"),
+    ("sqlite:////tmp/h.sqlite", "sqlite:////tmp/h.sqlite"),
+])
+def test_a_url_is_shown_without_its_secrets(url, expected):
+    from cubinrun.database_url import shown
+    assert shown(url) == expected
+
+
+def test_a_message_that_quotes_a_secret_loses_it_encoded_or_not():
+    from cubinrun.database_url import hide_secrets
+    url = "postgresql://u:p%2Fw@/db?host=/x&password=s%40c"
+    text = hide_secrets('password "p/w" (p%2Fw) or "s@c" (s%40c) refused for u', url)
+    assert text == 'password "***" (***) or "***" (***) refused for u'
