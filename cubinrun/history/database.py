@@ -8,12 +8,15 @@ a read turns into a write.
 PostgreSQL (or any server SQLAlchemy speaks): migrations run under an
 advisory lock, so processes starting together on an empty database make the
 tables once.
+One database may hold the history and tune studies (Optuna's tables) together:
+the history keeps to its tables and its own version table.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from ..database_url import driver_missing, first_line, resolved, shown
 from ..errors import UsageError
 
 # `--db` when it is not given: this variable, else this file in the current folder.
@@ -23,6 +26,10 @@ DEFAULT_FILE = "cubinrun-history.sqlite"
 BUSY_TIMEOUT_S = 120
 # The execution option that marks a writing transaction.
 _WRITE = "cubinrun_history_write"
+# The history's own Alembic version table: Alembic's default, alembic_version,
+# is also where Optuna's storage keeps its revision, and one database may hold both.
+VERSION_TABLE = "cubinrun_history_version"
+SHARED_VERSION_TABLE = "alembic_version"
 # PostgreSQL's advisory lock key for migrations (any constant the history owns).
 _MIGRATION_LOCK = 0x6375_6269_6E68
 
@@ -38,16 +45,10 @@ def resolve_url(db: str | None) -> str:
     if path.exists() and not path.is_file():
         raise UsageError(f"--db {db}: not a regular file; give a file (an SQLite database) "
                          "or a URL")
-    return "sqlite:///" + str(path.resolve())
-
-
-def shown(url: str) -> str:
-    """The URL without its password, for messages."""
-    from sqlalchemy.engine import make_url
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:                   # an unreadable URL: it is what the user typed
-        return url.split("@")[-1]
+    from sqlalchemy.engine import URL
+    # built, not pasted: a ? or # in the path is the file's name, not a query
+    return URL.create("sqlite", database=str(path.resolve())).render_as_string(
+        hide_password=False)
 
 
 def connect(url: str):
@@ -60,12 +61,12 @@ def connect(url: str):
         raise UsageError(f"cubinrun history needs the history extra ({exc.name} is missing): "
                          "pip install 'cubinrun[history]'") from None
     try:
-        engine = sa.create_engine(url, **_options(url))
-    except sa.exc.ArgumentError as exc:
-        raise UsageError(f"--db {shown(url)}: not a database URL ({first_line(exc)})") from None
+        engine = sa.create_engine(resolved(url, "--db"), **_options(url))
+    except (sa.exc.ArgumentError, ValueError) as exc:
+        raise UsageError(f"--db {shown(url)}: not a database URL "
+                         f"({first_line(exc, url)})") from None
     except ImportError as exc:
-        raise UsageError(f"--db {shown(url)}: its database driver is missing ({exc.name}); "
-                         "install it (PostgreSQL: psycopg2-binary)") from None
+        raise driver_missing(url, "--db", exc) from None
     if engine.dialect.name == "sqlite":
         _sqlite_transactions(engine)
     with failures(url):
@@ -107,7 +108,6 @@ def _migrate(engine) -> None:
     database's lock; nothing to do (the common case) costs one query."""
     from alembic import command
     from alembic.config import Config
-    from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
     config = Config()
     # Python files, shipped as the package's own (setuptools finds the folder
@@ -115,17 +115,49 @@ def _migrate(engine) -> None:
     config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
     head = ScriptDirectory.from_config(config).get_current_head()
     with engine.connect() as connection:
-        if MigrationContext.configure(connection).get_current_revision() == head:
+        if _revision(connection) == head:
             return
     with writing(engine).begin() as connection:
         if connection.dialect.name == "postgresql":
             connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
-        current = MigrationContext.configure(connection).get_current_revision()
+        _adopt_shared_version(connection, config)
+        current = _revision(connection)
         if current is not None and current != head and not _known(config, current):
             raise UsageError(f"--db {shown(str(engine.url))}: its schema ({current}) is newer "
                              "than this cubinrun's; upgrade cubinrun")
         config.attributes["connection"] = connection
         command.upgrade(config, "head")
+
+
+def _revision(connection) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+    return MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE}
+                                      ).get_current_revision()
+
+
+def _adopt_shared_version(connection, config) -> None:
+    """A store made before the history had its own version table kept its
+    revision in Alembic's default table, `alembic_version`, which Optuna's
+    storage keeps its own in: a revision of ours found there moves into ours,
+    and the default table is left to Optuna (dropped once empty), so a tune
+    can share the database."""
+    import sqlalchemy as sa
+    tables = set(sa.inspect(connection).get_table_names())
+    if VERSION_TABLE in tables or SHARED_VERSION_TABLE not in tables \
+            or not {"series", "runs"} <= tables:
+        return
+    shared = sa.table(SHARED_VERSION_TABLE, sa.column("version_num"))
+    ours = [r for r in connection.execute(sa.select(shared.c.version_num)).scalars()
+            if _known(config, r)]
+    if not ours:                        # another's (Optuna's): not ours to touch
+        return
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+    context.stamp(ScriptDirectory.from_config(config), ours[0])
+    connection.execute(sa.delete(shared).where(shared.c.version_num.in_(ours)))
+    if connection.execute(sa.select(sa.func.count()).select_from(shared)).scalar_one() == 0:
+        connection.execute(sa.text(f"DROP TABLE {SHARED_VERSION_TABLE}"))
 
 
 def _known(config, revision: str) -> bool:
@@ -149,9 +181,4 @@ class failures:
     def __exit__(self, kind, exc, _traceback):
         if exc is None or not type(exc).__module__.startswith("sqlalchemy"):
             return False
-        raise UsageError(f"--db {shown(self.url)}: {first_line(exc)}") from None
-
-
-def first_line(exc: BaseException) -> str:
-    text = str(getattr(exc, "orig", None) or exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+        raise UsageError(f"--db {shown(self.url)}: {first_line(exc, self.url)}") from None

@@ -48,6 +48,8 @@ def run_of(result: Located, series_key: str, commit: Commit, source: str) -> dic
     values = list(medians) if medians else (list(samples) if samples is not None else None)
     energy = result.get("energy") or {}
     check = result.get("check") or {}
+    if not isinstance(check.get("passed"), (bool, type(None))):    # before any store is opened
+        raise UsageError(f"{result.where}: `check.passed` should be true, false or null")
     row = {
         "commit": commit.sha, "branch": commit.branch, "source": source,
         "status": result.get("status"), "exit_code": result["exit_code"],
@@ -134,7 +136,11 @@ def parse_date(text: str, flag: str = "--date") -> datetime.datetime:
         raise UsageError(f"{flag} {text[:80]!r}: not an ISO 8601 date (2026-12-04 or "
                          "2026-12-04T21:45:00+00:00)") from None
     if value.tzinfo is not None:
-        value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        try:
+            value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        except OverflowError:           # 9999-12-31T23:59:59-12:00 is in the year 10000 in UTC
+            raise UsageError(f"{flag} {text[:80]!r}: beyond the dates Python holds "
+                             "(0001-01-01 to 9999-12-31 UTC)") from None
     return value
 
 

@@ -9,14 +9,80 @@ error), so a CI job retried after a timeout adds nothing twice. Everything one
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Iterable
 
 import sqlalchemy as sa
 
-from .database import writing
+from ..database_url import first_line, shown
+from ..errors import UsageError
+from .database import failures, writing
 from .schema import runs, series
+
+
+class _BadRow(Exception):
+    """A stored value the history never writes (the database was changed by
+    hand or by another program)."""
+
+
+def _guarded(function):
+    """A store function whose failures are one line naming --db: SQLAlchemy's
+    (a damaged file, a lost server) and a row the history could not have written."""
+    @functools.wraps(function)
+    def guarded(engine, *args, **kwargs):
+        url = engine.url.render_as_string(hide_password=False)
+        with failures(url):
+            try:
+                return function(engine, *args, **kwargs)
+            except _BadRow as exc:
+                raise UsageError(f"--db {shown(url)}: {exc}") from None
+    return guarded
+
+
+def _rows(connection, query):
+    """The query's rows; a value SQLAlchemy cannot read back as its column's
+    type (a commit_date that is not a date) is a _BadRow."""
+    rows = iter(connection.execute(query))
+    while True:
+        try:
+            row = next(rows)
+        except StopIteration:
+            return
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise _BadRow(f"a stored value is not what the history writes "
+                          f"({first_line(exc, '')[:200]}); was the database changed outside "
+                          "cubinrun?") from None
+        yield row
+
+
+def _point(row) -> dict:
+    """A series' point, stored as a JSON object."""
+    try:
+        point = json.loads(row.point)
+    except (TypeError, ValueError):
+        point = None
+    if not isinstance(point, dict):
+        raise _BadRow(f"series {row.id}: its point is not a JSON object ({str(row.point)[:80]!r}); "
+                      "was the database changed outside cubinrun?")
+    return point
+
+
+# A run's columns that a check reads as numbers (SQLite keeps whatever was put in).
+_NUMBER_COLUMNS = ("median_us", "noise", "p10_us", "p90_us", "exit_code")
+
+
+def _checked_run(row):
+    """A run row whose numbers are numbers."""
+    wrong = [c for c in _NUMBER_COLUMNS if not (
+        getattr(row, c) is None or (isinstance(getattr(row, c), (int, float))
+                                    and not isinstance(getattr(row, c), bool)))]
+    if wrong:
+        raise _BadRow(f"a run of series {row.id}: its {wrong[0]} is not what the history writes "
+                      f"({str(getattr(row, wrong[0]))[:80]!r}); was the database changed "
+                      "outside cubinrun?")
+    return row
 
 
 @dataclass
@@ -26,6 +92,7 @@ class Added:
     series: set = field(default_factory=set)
 
 
+@_guarded
 def add(engine, items: Iterable[tuple[dict, dict]]) -> Added:
     """Store (series, run) pairs in one transaction; runs already there are skipped."""
     done = Added()
@@ -96,12 +163,14 @@ class Series:
         return f"{name} on {self.device}"
 
 
+@_guarded
 def branches(engine) -> list[str]:
     with engine.connect() as connection:
-        return list(connection.execute(sa.select(runs.c.branch).distinct()
-                                       .order_by(runs.c.branch)).scalars())
+        return [row.branch for row in _rows(connection, sa.select(runs.c.branch).distinct()
+                                            .order_by(runs.c.branch))]
 
 
+@_guarded
 def read_series(engine, branch: str) -> list[Series]:
     """Every series with runs on `branch`, each as its points in commit order
     (by commit date; a commit's runs merged into one point)."""
@@ -114,12 +183,11 @@ def read_series(engine, branch: str) -> list[Series]:
     found: dict[int, Series] = {}
     grouped: dict[int, dict[str, list]] = {}
     with engine.connect() as connection:
-        for row in connection.execute(query):
+        for row in _rows(connection, query):
             if row.id not in found:
-                found[row.id] = Series(row.key, row.spec, row.kernel, json.loads(row.point),
-                                       row.device, [])
+                found[row.id] = Series(row.key, row.spec, row.kernel, _point(row), row.device, [])
                 grouped[row.id] = {}
-            grouped[row.id].setdefault(row.commit, []).append(row)
+            grouped[row.id].setdefault(_checked_run(row).commit, []).append(row)
     for series_id, one in found.items():
         one.points = [_merged(rows) for rows in grouped[series_id].values()]
     return sorted(found.values(), key=lambda s: s.name)
@@ -151,20 +219,23 @@ def _interval(rows: list, median: float | None, noise: float | None):
     return (min(lows) if lows else None), (max(highs) if highs else None)
 
 
+@_guarded
 def listing(engine) -> list[dict]:
     """Each series with its count of runs, commits and its newest run's date."""
-    query = (sa.select(series.c.spec, series.c.kernel, series.c.point, series.c.device,
+    query = (sa.select(series.c.id, series.c.spec, series.c.kernel, series.c.point,
+                       series.c.device,
                        sa.func.count(runs.c.id).label("runs"),
                        sa.func.count(sa.distinct(runs.c.commit)).label("commits"),
                        sa.func.max(runs.c.commit_date).label("newest"))
              .join(runs, runs.c.series_id == series.c.id)
              .group_by(series.c.id).order_by(series.c.spec, series.c.kernel, series.c.point))
     with engine.connect() as connection:
-        return [{"spec": r.spec, "kernel": r.kernel, "point": json.loads(r.point),
+        return [{"spec": r.spec, "kernel": r.kernel, "point": _point(r),
                  "device": r.device, "runs": r.runs, "commits": r.commits,
-                 "newest": r.newest.isoformat()} for r in connection.execute(query)]
+                 "newest": r.newest.isoformat()} for r in _rows(connection, query)]
 
 
+@_guarded
 def prune(engine, before: datetime.datetime, branch: str | None) -> tuple[int, int]:
     """Remove runs of commits dated before `before` (of one branch, or all),
     then the series left without runs; (runs, series) removed."""

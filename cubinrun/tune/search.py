@@ -25,6 +25,7 @@ study, until the budget is spent or every valid point is known.
 """
 from __future__ import annotations
 
+import datetime
 import random
 import time
 from concurrent.futures import Future
@@ -39,6 +40,8 @@ from .local import is_local_turn, local_step
 from .strategies import CHOOSERS, LEARNS_CONSTRAINTS, LOCAL_STEPS, OWN_ORDER
 
 MAX_MISSES = 10         # proposals in a row that are invalid or known before a random pick
+# How long another process takes at most to write an asked trial's parameters.
+ASK_WRITE_S = 5.0
 
 
 @dataclass
@@ -49,6 +52,12 @@ class Budget:
 
     def time_left(self) -> bool:
         return self.time_limit_s is None or time.perf_counter() - self.started < self.time_limit_s
+
+
+def _younger_than(trial, seconds: float) -> bool:
+    """Whether a trial started less than `seconds` ago (Optuna's times are local and naive)."""
+    started = trial.datetime_start
+    return started is not None and (datetime.datetime.now() - started).total_seconds() < seconds
 
 
 @dataclass
@@ -203,18 +212,33 @@ class Search:
         """Whether another process asked for the same point first (a lower trial
         number, running or already told), between this one's look at the study
         and its ask: then it is theirs. Processes that start together walk the
-        same order in step, so without this they would measure every point twice."""
+        same order in step, so without this they would measure every point twice.
+        A trial is made before its parameters are written (one commit each), so
+        an earlier trial still without them may be the same point: it is read
+        again until it has them (a few ms), or until it is too old to be
+        another's ask in hand (a process that died there)."""
         from optuna.trial import TrialState
         k, number = key(asked.point), asked.trial.number
+        names = set(self.distributions)
         states = (TrialState.RUNNING, TrialState.COMPLETE)
-        for trial in self.study.get_trials(deepcopy=False, states=states):
-            if trial.number < number and set(trial.params) == set(self.distributions) \
-                    and key(self.space.point(trial.params)) == k and \
-                    (trial.state == TrialState.RUNNING or
-                     measured_with(trial) == self.inputs_of(asked.point)):
-                self.claimed.add(k)
-                return True
-        return False
+        deadline = time.monotonic() + ASK_WRITE_S
+        while True:
+            unwritten = False
+            for trial in self.study.get_trials(deepcopy=False, states=states):
+                if trial.number >= number:
+                    continue
+                if set(trial.params) != names:
+                    unwritten = unwritten or (trial.state == TrialState.RUNNING
+                                              and _younger_than(trial, ASK_WRITE_S))
+                    continue
+                if key(self.space.point(trial.params)) == k and \
+                        (trial.state == TrialState.RUNNING or
+                         measured_with(trial) == self.inputs_of(asked.point)):
+                    self.claimed.add(k)
+                    return True
+            if not unwritten or time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
 
     # -- asking --
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..database_url import driver_missing, first_line, resolved, shown
 from ..errors import UsageError
 from .evaluate import Evaluation
 from .space import key
@@ -55,14 +56,8 @@ def is_new(url: str | None) -> bool:
 
 
 def shown_url(url: str | None) -> str:
-    """The URL without its password, for reports."""
-    if url is None:
-        return IN_MEMORY
-    try:
-        from sqlalchemy.engine import make_url
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return url.split("@")[-1]
+    """The URL without its secrets, for reports."""
+    return IN_MEMORY if url is None else shown(url)
 
 
 def study_name(gpu: str, spec: str, overrides: dict[str, str], axis_texts: Iterable[str],
@@ -102,23 +97,48 @@ def _open(url: str | None, name: str, direction: str, sampler):
     optuna = require_optuna()
     try:
         storage = optuna.storages.InMemoryStorage() if url is None else \
-            optuna.storages.RDBStorage(url, engine_kwargs=_engine_options(url))
+            optuna.storages.RDBStorage(resolved(url, "--storage"),
+                                       engine_kwargs=_engine_options(url))
         return optuna.create_study(storage=storage, study_name=name, direction=direction,
                                    sampler=sampler, load_if_exists=True)
     except ImportError as exc:
-        raise UsageError(f"--storage {shown_url(url)}: its database driver is missing "
-                         f"({exc.name or exc}); install it (PostgreSQL: psycopg2-binary)") from None
+        raise driver_missing(url, "--storage", exc) from None
     except optuna.exceptions.DuplicatedStudyError:
         raise _Racing() from None
+    except RuntimeError as exc:
+        if "compatible with the table schema" not in str(exc):
+            raise
+        raise UsageError(f"--storage {shown_url(url)}: {_foreign_schema(url, exc)}") from None
     except (ValueError, optuna.exceptions.OptunaError) as exc:
-        raise UsageError(f"--storage {shown_url(url)}: {_first_line(exc)}") from None
+        raise UsageError(f"--storage {shown_url(url)}: {first_line(exc, url)}") from None
     except Exception as exc:            # SQLAlchemy's: a refused connection, a bad file
         if not type(exc).__module__.startswith("sqlalchemy"):
             raise
-        text = _first_line(exc)
+        text = first_line(exc, url)
         if any(word in text for word in ("already exists", "locked", "duplicate key", "UNIQUE")):
             raise _Racing() from None
         raise UsageError(f"--storage {shown_url(url)}: {text}") from None
+
+
+# Where a cubinrun history store before its own version table kept its revision:
+# the table Optuna keeps its own in (alembic_version), beside its tables.
+_OLD_HISTORY_TABLES = {"series", "runs", "alembic_version"}
+
+
+def _foreign_schema(url: str, exc: RuntimeError) -> str:
+    """Optuna's word on a schema version it does not know, unless the version
+    is an older cubinrun history's: then how to move it out of Optuna's way."""
+    import sqlalchemy as sa
+    engine = sa.create_engine(resolved(url, "--storage"), **_engine_options(url))
+    try:
+        tables = set(sa.inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+    if _OLD_HISTORY_TABLES <= tables and "cubinrun_history_version" not in tables:
+        return ("it also holds a history an older cubinrun made, whose schema version sits in "
+                f"Optuna's table: run `cubinrun history list --db {shown_url(url)}` once to move "
+                "it, then tune again")
+    return first_line(exc, url)
 
 
 def _engine_options(url: str) -> dict:
@@ -139,11 +159,6 @@ def _engine_options(url: str) -> dict:
         return connection
 
     return {"creator": connect}
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(getattr(exc, "orig", None) or exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 @dataclass

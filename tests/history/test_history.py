@@ -238,7 +238,7 @@ def test_the_commit_branch_and_date_come_from_git(capsys, tmp_path, monkeypatch)
 def test_a_database_a_newer_cubinrun_migrated_is_refused(capsys, tmp_path):
     db = fill(capsys, tmp_path, commits=2)
     with sqlite3.connect(db) as connection:
-        connection.execute("UPDATE alembic_version SET version_num = '9999'")
+        connection.execute("UPDATE cubinrun_history_version SET version_num = '9999'")
     code, _, err = run(capsys, "history", "list", "--db", db)
     assert code == 2 and "its schema (9999) is newer than this cubinrun's" in one_error_line(err)
 

@@ -318,9 +318,9 @@ def test_a_replay_of_another_space_is_refused(smooth, tmp_path, capsys):
 
 
 def test_two_processes_share_one_sqlite_study(smooth):
-    """Both tune the same study at once: together they measure the space, a
-    point at most once or twice (a race between looking up and claiming), and
-    a third run finds everything stored."""
+    """Both tune the same study at once: together they measure the space, each
+    point once (more attempts: test_tune_shared_storage.py), and a third run
+    finds everything stored."""
     spec, results = smooth
     args = [spec, "--replay", str(results), "--strategy", "brute",
             "--storage", f"sqlite:///{Path(spec).with_suffix('.tune.sqlite')}"]
@@ -329,7 +329,7 @@ def test_two_processes_share_one_sqlite_study(smooth):
                 if e["origin"] == "measured"]
     assert set(measured) == {json.dumps(p, sort_keys=True)
                              for p in tunelandscape.points(tunelandscape.SMOOTH_AXES)}
-    assert sum(d["measured"] for d in docs) <= 64 + 8
+    assert len(measured) == 64
     third = run_concurrently(args, 1)[0]
     assert third["measured"] == 0
 
