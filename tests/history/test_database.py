@@ -11,8 +11,8 @@ import json
 import sqlite3
 
 import pytest
-from dbtools import cubinrun, damage_a_page, fill_history, one_line
-from historydata import add_args, result, write_commits
+from support.dbtools import cubinrun, damage_a_page, fill_history, one_line
+from support.historydata import add_args, result, write_commits
 
 pytest.importorskip("sqlalchemy", reason="cubinrun history needs the history extra")
 pytest.importorskip("alembic", reason="cubinrun history needs the history extra")

@@ -1,6 +1,6 @@
 """A tune's storage shared, in real processes: several tunes at once on one
 SQLite file never measure a point twice; the history and tunes in one
-SQLite file (PostgreSQL: test_tune_history_postgres.py), created in either
+SQLite file (PostgreSQL: test_shared_database_postgres.py), created in either
 order; a storage URL that fails is one line naming --storage, its secrets
 never printed."""
 from __future__ import annotations
@@ -12,10 +12,10 @@ import subprocess
 import sys
 
 import pytest
-from conftest import PACKAGE_PARENT
-from dbtools import cubinrun, fill_history, history_works, one_line, tune, tune_resumes
+from support.repo import PACKAGE_PARENT
+from support.dbtools import cubinrun, fill_history, history_works, one_line, tune, tune_resumes
 
-import tunelandscape
+from support import tunelandscape
 
 pytest.importorskip("optuna", reason="cubinrun tune needs the tune extra (Optuna)")
 

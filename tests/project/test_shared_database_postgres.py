@@ -1,4 +1,4 @@
-"""History and tune against a real PostgreSQL server (tests/postgres_server.py),
+"""History and tune against a real PostgreSQL server (tests/support/postgres_server.py),
 each test in a database of its own: the documented bare `postgresql://` URL
 opens with psycopg (what the extras install) and, where only that one is
 there, with psycopg2; the history and a tune share one database, created in
@@ -9,9 +9,9 @@ import json
 import uuid
 
 import pytest
-from dbtools import SPECS, cubinrun, history_works, tune, tune_resumes
-from historydata import add_args, write_commits
-from postgres_server import postgres_url  # noqa: F401  (the fixture)
+from support.dbtools import SPECS, cubinrun, history_works, tune, tune_resumes
+from support.historydata import add_args, write_commits
+from support.postgres_server import postgres_url  # noqa: F401  (the fixture)
 
 pytest.importorskip("alembic", reason="cubinrun history needs the history extra")
 pytest.importorskip("ruptures", reason="cubinrun history needs the history extra")

@@ -11,10 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import PACKAGE_PARENT
-from historydata import add_args, write_commits
+from support.repo import PACKAGE_PARENT
+from support.historydata import add_args, write_commits
 
-import tunelandscape
+from support import tunelandscape
 
 # The line that runs cubinrun's CLI with the modules named in argv[1] (comma
 # separated) unimportable, the rest of argv its arguments.

@@ -319,7 +319,7 @@ def test_a_replay_of_another_space_is_refused(smooth, tmp_path, capsys):
 
 def test_two_processes_share_one_sqlite_study(smooth):
     """Both tune the same study at once: together they measure the space, each
-    point once (more attempts: test_tune_shared_storage.py), and a third run
+    point once (more attempts: tests/project/test_shared_database.py), and a third run
     finds everything stored."""
     spec, results = smooth
     args = [spec, "--replay", str(results), "--strategy", "brute",
