@@ -7,23 +7,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-import tunelandscape
-from conftest import PACKAGE_PARENT
-from historydata import add_args, write_commits
+from outputcases import VECTOR_ADD, cubinrun, history_db, landscape  # noqa: F401 (fixtures)
 
-REPO = Path(__file__).resolve().parent.parent
-VECTOR_ADD = REPO / "configs" / "vector_add.yaml"
 FULL = "No space left on device"
-
-
-def cubinrun(*args, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cubinrun", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(PACKAGE_PARENT)})
 
 
 def last_line(done: subprocess.CompletedProcess) -> str:
@@ -89,29 +78,12 @@ def test_repro_on_a_full_disk(full):
     assert line.endswith(FULL)
 
 
-@pytest.fixture
-def landscape(tmp_path):
-    pytest.importorskip("optuna", reason="cubinrun tune needs the tune extra (Optuna)")
-    return tunelandscape.write(tmp_path, "smooth")
-
-
 def test_tune_o_on_a_full_disk(full, landscape):
     spec, results = landscape
     best = full / "best.yaml"
     done = cubinrun("tune", spec, "--replay", results, "--strategy", "brute", "-o", best)
     assert done.returncode == 2 and last_line(done) == f"error: cannot write -o {best}: {FULL}"
     assert [p.name for p in full.iterdir()] == ["filler"]
-
-
-@pytest.fixture(scope="module")
-def history_db(tmp_path_factory):
-    pytest.importorskip("sqlalchemy", reason="history needs the history extra")
-    folder = tmp_path_factory.mktemp("runs")
-    db = f"sqlite:///{folder / 'h.sqlite'}"
-    for commit, path in enumerate(write_commits(folder, 3, {"bench/a.yaml": 10.0})):
-        done = cubinrun(*add_args(path, commit, db))
-        assert done.returncode == 0, done.stderr
-    return db
 
 
 def test_history_check_markdown_on_a_full_disk(full, history_db):

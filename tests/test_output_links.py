@@ -5,29 +5,17 @@ symlink in a temporary folder."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-import tunelandscape
-from conftest import PACKAGE_PARENT, skip_on_windows
-from historydata import add_args, write_commits
+from conftest import skip_on_windows
+from outputcases import VECTOR_ADD, cubinrun, history_db, landscape  # noqa: F401 (fixtures)
+from test_cli import CUBINS
 from test_debug_profiler import stand_in  # noqa: F401  (a fixture: a stand-in ncu)
 
-REPO = Path(__file__).resolve().parent.parent
-VECTOR_ADD = REPO / "configs" / "vector_add.yaml"
-from test_cli import CUBINS
 CUBIN = CUBINS / "vector_add.sm_90.cubin"
 PRECIOUS = "the user's own file, not cubinrun's\n"
-
-
-def cubinrun(*args, env: dict | None = None, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cubinrun", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(PACKAGE_PARENT), **(env or {})})
 
 
 @pytest.fixture
@@ -102,12 +90,6 @@ def test_plot_o_replaces_a_link(planted, tmp_path):
     assert not link.is_symlink() and link.read_bytes().startswith(b"\x89PNG")
 
 
-@pytest.fixture
-def landscape(tmp_path):
-    pytest.importorskip("optuna", reason="cubinrun tune needs the tune extra (Optuna)")
-    return tunelandscape.write(tmp_path, "smooth")
-
-
 def test_tune_o_and_plot_replace_a_link(planted, landscape):
     spec, results = landscape
     best = planted("best.yaml")
@@ -120,18 +102,6 @@ def test_tune_o_and_plot_replace_a_link(planted, landscape):
     done = cubinrun("tune", spec, "--replay", results, "--strategy", "brute", "--plot", plot)
     assert done.returncode == 0, done.stderr
     assert not plot.is_symlink() and plot.read_bytes().startswith(b"\x89PNG")
-
-
-@pytest.fixture
-def history_db(tmp_path):
-    pytest.importorskip("sqlalchemy", reason="history needs the history extra")
-    folder = tmp_path / "runs"
-    folder.mkdir()
-    db = f"sqlite:///{tmp_path / 'h.sqlite'}"
-    for commit, path in enumerate(write_commits(folder, 3, {"bench/a.yaml": 10.0})):
-        done = cubinrun(*add_args(path, commit, db))
-        assert done.returncode == 0, done.stderr
-    return db
 
 
 def test_history_check_markdown_replaces_a_link(planted, history_db):
