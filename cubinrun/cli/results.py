@@ -70,7 +70,7 @@ class _HeldOutput:
                     console().print(line, markup=False)
 
 
-HELD_IN_MEMORY = 64 << 20
+HELD_IN_MEMORY = 16 << 20
 
 
 # Comparisons gathered before any output: a table of at most this many rows is

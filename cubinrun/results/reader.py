@@ -111,11 +111,17 @@ class DuplicateRuns:
     """A file holds each run (spec, kernel, point, device) once: a run twice
     (two commands appending to one file) would be matched twice. `add` each
     result of the file in turn: UsageError naming the run and both places.
-    Holds one key per run (the one bound it needs: see docs/bad-input.md)."""
+
+    Holds one small entry per run (the one bound it needs: see
+    docs/bad-input.md): for a JSON line, the hash of its key and its line
+    number; two that share a hash are told apart by reading the first line
+    again (the error's path, or a hash collision: about one in 10^13 pairs)."""
 
     def __init__(self, path: str | Path):
         self.path = path
-        self.seen: dict[str, str | int] = {}    # run key and device -> its line, or its place
+        self.lines: dict[int, int] = {}         # hash of a line's key -> its line number
+        #                                         (-1: that hash's keys are in `keys`)
+        self.keys: dict[str, str] = {}          # whole keys: documents' results, collisions
 
     def each(self, results: Iterator[Located]) -> Iterator[Located]:
         """`results`, each added as it passes."""
@@ -125,11 +131,35 @@ class DuplicateRuns:
 
     def add(self, result: Located) -> None:
         result.key = run_key(result)            # kept: compare matches by it next
-        key = f"{result.key}\0{(result.get('device') or {}).get('name')!r}"
-        first = self.seen.get(key)
-        if first is not None:
-            refuse_twice(self.path, result, f"line {first}" if type(first) is int else first)
-        self.seen[key] = getattr(result, "number", 0) or result.place   # an int: less memory
+        key = _device_key(result)
+        if (first := self.keys.get(key)) is not None:
+            refuse_twice(self.path, result, first)
+        number = getattr(result, "number", 0)
+        if not number:
+            self.keys[key] = result.place
+            return
+        line = self.lines.setdefault(hash(key), number)
+        if line == number:
+            return
+        if line > 0:                            # the hash's first second key: its first
+            first_key = self._key_of_line(line)     # line's key is read once, then held
+            if first_key == key:
+                refuse_twice(self.path, result, f"line {line}")
+            self.keys[first_key] = f"line {line}"
+            self.lines[hash(key)] = -1          # this hash's keys are all held whole now
+        self.keys[key] = result.place
+
+    def _key_of_line(self, number: int) -> str | None:
+        """The key of the run at line `number` of the file, read again."""
+        with open(self.path, "rb") as stream:
+            for at, line in _lines(Path(self.path), stream):
+                if at == number:
+                    return _device_key(reread(self.path, number, line))
+        return None
+
+
+def _device_key(result: dict) -> str:
+    return f"{run_key(result)}\0{(result.get('device') or {}).get('name')!r}"
 
 
 def refuse_duplicates(results: list[Located], path: str | Path) -> None:
