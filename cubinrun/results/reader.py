@@ -130,9 +130,9 @@ class DuplicateRuns:
             yield result
 
     def add(self, result: Located) -> None:
-        result.key = run_key(result)            # kept: compare matches by it next
-        key = _device_key(result)
-        if (first := self.keys.get(key)) is not None:
+        result.key = run = run_key(result)      # kept: compare matches by it next
+        key = _device_key(result, run)
+        if self.keys and (first := self.keys.get(key)) is not None:
             refuse_twice(self.path, result, first)
         number = getattr(result, "number", 0)
         if not number:
@@ -158,8 +158,8 @@ class DuplicateRuns:
         return None
 
 
-def _device_key(result: dict) -> str:
-    return f"{run_key(result)}\0{(result.get('device') or {}).get('name')!r}"
+def _device_key(result: dict, run: str | None = None) -> str:
+    return f"{run or run_key(result)}\0{(result.get('device') or {}).get('name')!r}"
 
 
 def refuse_duplicates(results: list[Located], path: str | Path) -> None:
