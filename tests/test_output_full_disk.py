@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from outputcases import VECTOR_ADD, cubinrun, history_db, landscape  # noqa: F401 (fixtures)
+from test_run_fake import vector_add  # noqa: F401  (a fixture: the fake driver's vector add)
 
 FULL = "No space left on device"
 
@@ -101,6 +102,19 @@ def test_history_report_on_a_full_disk(full, history_db):
     assert done.returncode == 2 and line.startswith(f"error: cannot write -o {folder}/")
     assert line.endswith(FULL)
     assert not [p for p in folder.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_save_on_a_full_disk(full, vector_add, tmp_path, capsys):
+    """`save:` of a run on the fake driver: one line naming the field and the
+    file, exit 2, and no temporary file left."""
+    from test_run_fake import BIG_N, run_cli, vector_add_copy
+    spec = vector_add_copy(tmp_path)
+    saved = full / "out.npy"
+    spec.write_text(spec.read_text().replace(
+        "out: {shape: [N], init: zeros}", f"out: {{shape: [N], init: zeros, save: '{saved}'}}"))
+    code, _, err = run_cli(capsys, "launch", "--no-bench", spec, "--set", f"N={BIG_N}")
+    assert code == 2 and f"cannot write save: {saved}: {FULL}" in err, err
+    assert [p.name for p in full.iterdir()] == ["filler"]
 
 
 # --- an empty path ------------------------------------------------------------------
