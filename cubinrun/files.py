@@ -97,6 +97,8 @@ def _size(n: int) -> str:
 # Files cubinrun writes for a user (-o, --csv, `save:`) are regular files, and a
 # write never follows a link: the data goes to a new file in the same folder,
 # which then takes the name (a link there is replaced, its target untouched).
+# Files written where they lie (--jsonl, a --markdown summary added to) replace
+# a link the same way before they are opened (open_in_place): one rule for all.
 # A FIFO, device or folder of that name is refused before anything runs: opening
 # one would block or write elsewhere. Without `force` an existing name is kept.
 
@@ -125,13 +127,20 @@ def output_problem(path: str | os.PathLike) -> str | None:
     return f"is {link}{kind}, not a regular file (cubinrun writes only regular files)"
 
 
+def named(path: str | os.PathLike | None, option: str) -> None:
+    """UsageError (exit 2) for an output flag given an empty path (`-o ""`):
+    it names no file, and taken as a folder it would be the current one."""
+    from .errors import UsageError
+    if path is not None and not os.fspath(path):
+        raise UsageError(f"{option} '': an empty path names no file")
+
+
 def check_output(path: str | os.PathLike, force: bool, option: str = "-o") -> Path:
     """The checks an output gets before any work: a name, an existing folder,
     nothing there but a regular file (or a link, replaced), and that only with
     `force`. UsageError (exit 2) naming `option` and the fix otherwise."""
     from .errors import UsageError
-    if not os.fspath(path):
-        raise UsageError(f"{option} '': an empty path names no file")
+    named(path, option)
     out = Path(path)
     if not out.parent.is_dir():
         raise UsageError(f"cannot write {option} {out}: no folder {out.parent}")
@@ -165,8 +174,8 @@ class OutputFile:
         self.file = os.fdopen(fd, "wb")
 
     def commit(self) -> None:
-        self.file.close()
         try:
+            self.file.close()               # flushes: on a full disk it fails here
             if self.replace:
                 os.replace(self.temporary, self.path)
             else:
@@ -175,8 +184,12 @@ class OutputFile:
             self._remove_temporary()
 
     def abort(self) -> None:
-        self.file.close()
-        self._remove_temporary()
+        try:
+            self.file.close()
+        except OSError:
+            pass                            # the failure being handled said it already
+        finally:
+            self._remove_temporary()
 
     def _link(self) -> None:
         try:
@@ -213,8 +226,49 @@ def write_output(path: str | os.PathLike, data: bytes | str, force: bool, option
     except FileExistsError:
         raise UsageError(f"{out} exists; pass --force to overwrite it") from None
     except OSError as exc:
-        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot write {option} {out}: {exc.strerror or exc}") from None
     return out
+
+
+def open_in_place(path: str | os.PathLike, flags: int) -> int:
+    """A descriptor for writing the output `path` where it lies (a file added
+    to, or written as runs end): never through a link. A link there is first
+    replaced by an empty file of its own, as every output replaces one (its
+    target untouched); O_NOFOLLOW keeps a link planted meanwhile from being
+    opened. OSError as os.open raises it."""
+    import errno
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    flags |= os.O_CREAT | nofollow | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(10):
+        if os.path.islink(path):
+            with OutputFile(path):              # an empty file takes the link's name
+                pass
+        try:
+            return os.open(path, flags, 0o666)
+        except OSError as exc:
+            if not (nofollow and os.path.islink(path)):
+                raise
+    raise OSError(errno.ELOOP, "a link keeps taking the name", os.fspath(path))
+
+
+def append_output(path: str | os.PathLike, text: str, option: str) -> None:
+    """`text` added to the end of the output `path` (a summary file several
+    steps add to), under the rules above; UsageError naming `option` and the
+    file when it cannot be written (a full disk)."""
+    from .errors import UsageError
+    named(path, option)
+    if problem := output_problem(path):
+        raise UsageError(f"{option} {path}: {problem}")
+    try:
+        fd = open_in_place(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            data = text.encode("utf-8")
+            while data:
+                data = data[os.write(fd, data):]
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise UsageError(f"cannot write {option} {path}: {exc.strerror or exc}") from None
 
 
 # --- outputs of a run carried to a Ray worker (runs/bundle.py) -------------------

@@ -75,16 +75,18 @@ def compile_command(source, arch, output, defines, include_dirs, options, name_e
     sys.stderr.write(f"wrote {out} ({len(compiled.cubin)} bytes, {arch})\n")
 
 
-def _refuse_no_kernels(cubin: bytes, path, source: bytes) -> None:
-    """A cubin with no kernel (only templates nobody named) runs nothing: exit 3,
-    saying how to name an instance, rather than write it silently."""
+def _refuse_no_kernels(cubin: bytes, path, source: bytes,
+                       flag: str = "--name-expression") -> None:
+    """A cubin with no kernel (an empty source, or only templates nobody named)
+    runs nothing: exit 3, saying how to name an instance (with `flag`, the
+    command's own), rather than write it silently. compile and init alike."""
     from ..binary.cubin import read_cubin
     from ..binary.names import declared_templates
     from ..errors import BuildError
     if read_cubin(cubin, str(path)).kernels:
         return
     templates = declared_templates(source)
-    how = (f": templates are compiled only when named, e.g. --name-expression "
+    how = (f": templates are compiled only when named, e.g. {flag} "
            f"'{templates[0]}<ARGS>' (templates: {', '.join(templates)})" if templates else "")
     raise BuildError(f"{path} compiled to no kernel{how}")
 
@@ -133,9 +135,10 @@ def _compiled_info(source, kernel_name: str | None, arch: str):
     from ..files import read_bounded
     from ..limits import MAX_SOURCE_BYTES
     expression = name_expression(kernel_name) if kernel_name else None
-    cached = cached_compile(read_bounded(source, MAX_SOURCE_BYTES, "CUDA source"),
-                            name=str(source), arch=arch,
+    source_bytes = read_bounded(source, MAX_SOURCE_BYTES, "CUDA source")
+    cached = cached_compile(source_bytes, name=str(source), arch=arch,
                             name_expressions=[expression] if expression else [])
+    _refuse_no_kernels(cached.compiled.cubin, source, source_bytes, "--kernel")  # as compile
     info = read_cubin(cached.compiled.cubin, str(source))
     if kernel_name:
         symbol = cached.compiled.lowered_names.get(expression) if expression else None

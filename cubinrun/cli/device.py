@@ -12,8 +12,17 @@ from .common import ORDINAL, console, json_option
 @json_option
 def props(device, as_json):
     """Print the properties of every device (or of --device N)."""
+    from ..errors import CubinrunError
     from ..gpu.props import collect_all
-    devices = collect_all(device)
+    try:
+        devices = collect_all(device)
+    except CubinrunError as error:
+        if as_json:         # as launch --json: a JSON document on stdout, the line on stderr
+            from ..runs.outcome import error_type
+            from .report import print_json
+            print_json({"devices": [], "exit_code": error.exit_code,
+                        "error": {"type": error_type(error), "message": str(error)}})
+        raise
     if as_json:
         from .report import print_json
         print_json({"devices": devices})

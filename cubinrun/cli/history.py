@@ -146,7 +146,7 @@ def check(db, branch, since, threshold, match, markdown_path, commit_url, as_jso
     engine = _engine(db)
     branch = _branch(engine, branch)
     since, verdicts = _verdicts(engine, branch, since, fraction, match)
-    if markdown_path:
+    if markdown_path is not None:      # "" too: a usage error, not no summary
         _append(markdown_path, markdown(verdicts, branch, since, fraction, commit_url))
     regressions = [v for v in verdicts if v.regressions]
     if as_json:
@@ -170,16 +170,8 @@ def check(db, branch, since, threshold, match, markdown_path, commit_url, as_jso
 
 def _append(path: str, text: str) -> None:
     """Append to a summary file (a regular file, never through a link)."""
-    from ..files import output_problem
-    if problem := output_problem(path):
-        raise UsageError(f"--markdown {path}: {problem}")
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        descriptor = os.open(path, flags, 0o666)
-    except OSError as exc:
-        raise UsageError(f"--markdown {path}: cannot write it ({exc.strerror or exc})") from None
-    with os.fdopen(descriptor, "a", encoding="utf-8") as summary:
-        summary.write(text)
+    from ..files import append_output
+    append_output(path, text, "--markdown")
 
 
 @history.command()
@@ -195,7 +187,9 @@ def report(db, branch, folder, title, match, commit_url, force) -> None:
     """Write a static report: an index of every series (a sparkline, the
     latest verdict) and a page per series (time over commits, change points,
     failed checks)."""
+    from ..files import named
     from ..history.report import check_commit_url, write_report
+    named(folder, "-o")
     commit_url = check_commit_url(commit_url)
     engine = _engine(db)
     branch = _branch(engine, branch)

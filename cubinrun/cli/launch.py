@@ -266,9 +266,10 @@ def _check_result_files(args: LaunchArgs) -> None:
     """Result files are regular files in a folder that exists: a FIFO, device
     or folder named, or a missing folder, is refused before any run, not
     found (or hung on) after the last. (They are written afresh: no --force.)"""
-    from ..files import check_output
+    from ..files import check_output, named
     for flag, path in (("--jsonl", args.jsonl), ("--csv", args.csv), ("--markdown", args.markdown),
                        ("--junit", args.junit), ("--plot", args.plot)):
+        named(path, flag)
         if path and path != "-":
             check_output(path, True, flag)
 

@@ -31,6 +31,10 @@ def profile(spec_path, ncu_args, overrides, device, as_json, keep, l2):
     from ..debug.tools import cubinrun_command
     from .report import print_json
     from .common import one_run
+    from ..files import check_output, named
+    named(keep, "-o")
+    if keep:        # before ncu runs: a FIFO or a missing folder is said now, not after
+        check_output(keep if keep.endswith(".ncu-rep") else keep + ".ncu-rep", True, "-o")
     plan, overrides = one_run(spec_path, overrides, device)
     spec = plan.spec
     kernel = _kernel_filter(plan)

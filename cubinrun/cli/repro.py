@@ -26,6 +26,8 @@ def repro(spec_path, folder, overrides, arch, force):
     from ..pipeline.prepare import needs_device_target, prepare
     from ..text import human_bytes
     from .common import current_arch, one_run
+    from ..files import named
+    named(folder, "-o")             # "" would be the current folder
     plan, _ = one_run(spec_path, overrides, None)
     if needs_device_target(plan.spec) and arch is None:
         arch = plan.spec.kernel.arch or current_arch()   # kernel.arch: no GPU needed

@@ -25,20 +25,52 @@ def compare(baseline, new, threshold, ignore_device, strict, as_json):
     from ..results.compare import compare_results, parse_threshold
     from ..results.reader import DuplicateRuns, iter_results
     fraction = parse_threshold(threshold)
-    # Both files stream: NEW is read once first so that a bad line or a run
-    # twice is refused before anything is printed; the baseline is indexed.
+    # Both files stream: the baseline is indexed, NEW compared as it is read.
+    # A bad line or a run twice in NEW is refused before anything is printed:
+    # the output is held (in memory, then in a temporary file) until the last
+    # comparison is made, then copied to stdout.
     runs = DuplicateRuns(new)
-    for result in iter_results(new):
-        runs.add(result)
-    del runs
-    tally = _Tally(compare_results(iter_results(baseline), iter_results(new), fraction,
-                                   ignore_device, baseline))
+    tally = _Tally(compare_results(iter_results(baseline), runs.each(iter_results(new)),
+                                   fraction, ignore_device, baseline))
     first = tally.take(FIRST_ROWS)      # an error among these (the GPU models) prints nothing
-    if as_json:
-        _print_json_stream(fraction, first, tally, strict)
-    else:
-        _render(first, tally, strict)
+    with _HeldOutput() as held:
+        if as_json:
+            _print_json_stream(fraction, first, tally, strict, held)
+        else:
+            _render(first, tally, strict, held)
     sys.exit(tally.code(strict))
+
+
+class _HeldOutput:
+    """A text file that takes the output while comparisons are still made, and
+    is copied to stdout (then the lines given to `after`) once all are made;
+    on an error nothing is printed. Memory up to HELD_IN_MEMORY, a temporary
+    file beyond."""
+
+    def __init__(self):
+        import tempfile
+        self.file = tempfile.SpooledTemporaryFile(HELD_IN_MEMORY, mode="w+", encoding="utf-8",
+                                                  newline="")
+        self.write = self.file.write
+        self.lines: list[str] = []
+
+    def after(self, line: str) -> None:
+        self.lines.append(line)
+
+    def __enter__(self) -> "_HeldOutput":
+        return self
+
+    def __exit__(self, kind, *_) -> None:
+        import shutil
+        with self.file:
+            if kind is None:
+                self.file.seek(0)
+                shutil.copyfileobj(self.file, sys.stdout, 1 << 20)
+                for line in self.lines:
+                    console().print(line, markup=False)
+
+
+HELD_IN_MEMORY = 16 << 20
 
 
 # Comparisons gathered before any output: a table of at most this many rows is
@@ -55,10 +87,11 @@ class _Tally:
         self.failures = 0
 
     def __iter__(self):
-        from ..results.compare import strict_failures
+        from ..results.compare import strict_failure
+        counts = self.counts
         for c in self.comparisons:
-            self.counts[c.verdict] = self.counts.get(c.verdict, 0) + 1
-            self.failures += len(strict_failures([c]))
+            counts[c.verdict] = counts.get(c.verdict, 0) + 1
+            self.failures += strict_failure(c)
             yield c
 
     def take(self, n: int) -> list:
@@ -70,19 +103,27 @@ class _Tally:
             else EXIT_OK
 
 
-def _print_json_stream(fraction, first: list, tally: _Tally, strict: bool) -> None:
-    """compare --json's document, one comparison at a time: each on one line
-    (json's C encoder; with an indent it takes the slow Python one)."""
+def _print_json_stream(fraction, first: list, tally: _Tally, strict: bool, out) -> None:
+    """compare --json's document to `out`, one comparison at a time: each on
+    one line (json's C encoder; with an indent it takes the slow Python one)."""
     import json
 
     from ..text import finite
 
     def indented(value, by: str) -> str:
         return json.dumps(finite(value), indent=2).replace("\n", "\n" + by)
-    out = sys.stdout
     out.write('{\n  "threshold": ' + json.dumps(finite(fraction)) + ',\n  "comparisons": [')
-    for position, c in enumerate(itertools.chain(first, tally)):
-        out.write(("," if position else "") + "\n    " + json.dumps(finite(c.to_json())))
+    def entry(c) -> str:
+        try:                            # finite() only where a value needs it (an inf bound)
+            return json.dumps(c.to_json(), allow_nan=False)
+        except ValueError:
+            return json.dumps(finite(c.to_json()))
+
+    comparisons = itertools.chain(first, tally)
+    separator = "\n    "
+    while chunk := list(itertools.islice(comparisons, 4096)):   # one write() per chunk
+        out.write(separator + ",\n    ".join(map(entry, chunk)))
+        separator = ",\n    "
     out.write("\n  ]" if first else "]")
     summary = {"verdicts": tally.counts, "exit_code": tally.code(strict)}
     if strict:
@@ -90,7 +131,9 @@ def _print_json_stream(fraction, first: list, tally: _Tally, strict: bool) -> No
     out.write(',\n  "summary": ' + indented(summary, "  ") + "\n}\n")
 
 
-def _render(first: list, tally: _Tally, strict: bool) -> None:
+def _render(first: list, tally: _Tally, strict: bool, held) -> None:
+    """A table of the comparisons: rich's of the first rows when they are all,
+    else plain columns streamed to `held`; then the counts."""
     from rich.text import Text
 
     from ..results.rows import number, percent, point_text
@@ -102,15 +145,22 @@ def _render(first: list, tally: _Tally, strict: bool) -> None:
                             "p", *(("processes", "spread") if processes else ()), "verdict",
                             *(("J/launch ratio", "energy") if energy else ()))]
 
-    def cells(c) -> list:
+    def cells(c, styled: bool = True) -> list:
+        """A row: rich Text where styled (the first rows, a table), else plain
+        strings (a long table's rest: a million rows streamed)."""
         interval = (f"{c.low:.3f}-{c.high:.3f}" if c.low is not None and c.high is not None
                     else "")
-        verdict = Text(c.verdict, VERDICT_STYLE.get(c.verdict, ""))
-        if c.reason:
-            verdict.append(f" ({c.reason})", "dim")
-        if strict and c.new_failed:
-            verdict.append(" failed in NEW", "bold red")
-        row = [Text(c.spec or c.kernel or "?"), Text(point_text(c.point)),
+        if styled:
+            verdict = Text(c.verdict, VERDICT_STYLE.get(c.verdict, ""))
+            if c.reason:
+                verdict.append(f" ({c.reason})", "dim")
+            if strict and c.new_failed:
+                verdict.append(" failed in NEW", "bold red")
+        else:
+            verdict = (c.verdict + (f" ({c.reason})" if c.reason else "")
+                       + (" failed in NEW" if strict and c.new_failed else ""))
+        row = [Text(c.spec or c.kernel or "?") if styled else c.spec or c.kernel or "?",
+               Text(point_text(c.point)) if styled else point_text(c.point),
                number(c.baseline_us), number(c.new_us),
                "" if c.ratio is None else f"{c.ratio:.3f}", interval,
                "" if c.p_value is None else f"{c.p_value:.2g}"]
@@ -131,12 +181,13 @@ def _render(first: list, tally: _Tally, strict: bool) -> None:
         from ..text import plain_lines
         def plain(row) -> list[str]:
             return [getattr(cell, "plain", cell) for cell in row]
-        later = (plain(cells(c)) for c in itertools.chain(more, tally))
-        for line in plain_lines([name for name, _ in columns], map(plain, rows), later):
-            out.file.write(line + "\n")
+        later = (cells(c, styled=False) for c in itertools.chain(more, tally))
+        lines = plain_lines([name for name, _ in columns], map(plain, rows), later)
+        while chunk := list(itertools.islice(lines, 4096)):    # one write() per chunk:
+            held.write("\n".join(chunk) + "\n")                # PYTHONUNBUFFERED=1 is common
     failed = f"; --strict: {tally.failures} missing or failed" if strict else ""
-    out.print(", ".join(f"{n} {verdict}" for verdict, n in tally.counts.items()) + failed +
-              f"; exit {tally.code(strict)}")
+    held.after(", ".join(f"{n} {verdict}" for verdict, n in tally.counts.items()) + failed +
+               f"; exit {tally.code(strict)}")
 
 
 @click.command()

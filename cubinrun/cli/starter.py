@@ -40,6 +40,8 @@ TMA_VALUE = "{buffer: {shape: [64, 64], dtype: fp32}, block: [64, 64]}"
 
 def pick_kernel(info: CubinInfo, name: str | None) -> KernelInfo:
     """The kernel `--kernel` names, or the only one."""
+    if not info.kernels:
+        raise UsageError(f"{info.path} holds no kernel")
     if name is None and len(info.kernels) != 1:
         names = ", ".join(k.cxx_name for k in info.kernels) or "none"
         raise UsageError(f"{info.path} holds {len(info.kernels)} kernels ({names}); "
@@ -81,8 +83,12 @@ def _cxx_params(kernel: KernelInfo, source: Path | None) -> list[tuple[str | Non
     from ..binary.names import kernel_name, param_types
     count = len(kernel.params)
     types = param_types(kernel) if kernel.demangled else None
-    declared = declared_in_source(source, kernel_name(kernel).base.split("::")[-1], types) \
-        if source is not None else None
+    symbol = kernel_name(kernel).base.split("::")[-1]
+    declared = declared_in_source(source, symbol, types) if source is not None else None
+    if declared is None and source is not None and types is not None:
+        # a template declares `const T* in` where its instance has `float const*`: the
+        # one declaration there is gives the names (the types stay the instance's)
+        declared = declared_in_source(source, symbol)
     if declared is None or len(declared) != count:
         declared = [(None, None)] * count
     types = types or [cxx for cxx, _ in declared]
@@ -160,10 +166,24 @@ def _guessed_starter(info: CubinInfo, kernel: KernelInfo, cubin: Path, spec_dir:
             ty = sig.parse_type(spelled.strip('"'), f"signature.{name}")
             lines.append(f"  {name}: {_value(ty, n)}")
     lines += _launch_lines(kernel, with_block=True)
-    if any(p.size == 8 for p in kernel.params):
-        first = next(label for (label, _, _), p in zip(guesses, kernel.params) if p.size == 8)
-        lines.append(f"# check:\n#   {first}: {{expect: TODO}}")
+    if (output := _likely_output(guesses, kernel.params)) is not None:
+        label, why = output
+        lines.append(f"# check:                 # {why}\n#   {label}: {{expect: TODO}}")
     return "\n".join(lines) + "\n"
+
+
+def _likely_output(guesses, params) -> tuple[str, str] | None:
+    """The parameter a check most likely names: the first pointer C++ declares
+    non-const; where no type says, the last pointer (outputs mostly follow the
+    inputs); None when every pointer is const (an input) or there is none."""
+    pointers = [(label, spelled, why) for (label, spelled, why), p in zip(guesses, params)
+                if p.size == 8 and spelled.strip('"').startswith("*")]
+    written = [label for label, spelled, why in pointers
+               if why.startswith("C++ ") and not spelled.strip('"').startswith("*k")]
+    if written:
+        return written[0], "an output: C++ declares it non-const"
+    unknown = [label for label, _, why in pointers if not why.startswith("C++ ")]
+    return (unknown[-1], "guess: the last pointer, if it is the output") if unknown else None
 
 
 def _yaml_string(text: str) -> str:

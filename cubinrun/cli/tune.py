@@ -140,7 +140,9 @@ def _check(args: TuneArgs) -> None:
         raise UsageError("--dry-run needs no GPU: --devices and --ray do not apply")
     if args.arch and not args.dry_run:
         raise UsageError("--arch is the target of --dry-run; a tune builds for its GPU")
-    from ..files import check_output
+    from ..files import check_output, named
+    named(args.plot, "--plot")
+    named(args.output, "-o")
     if args.plot:
         from ..results.plot import check_path, require_matplotlib
         check_path(args.plot)

@@ -228,7 +228,7 @@ def run_profile(kernel: str, l2: str, program: list[str], extra: list[str],
     import json
     executable = executable or find_ncu()
     with tempfile.TemporaryDirectory(prefix="cubinrun-profile-") as folder:
-        report = keep.removesuffix(".ncu-rep") if keep else os.path.join(folder, "profile")
+        report = os.path.join(folder, "profile")    # kept below: ncu would follow a link
         log = os.path.join(folder, "ncu.log")
         command = ncu_command(executable, kernel, l2, report, log, extra, program)
         done = _run(command)
@@ -239,6 +239,8 @@ def run_profile(kernel: str, l2: str, program: list[str], extra: list[str],
             raise CudaError(f"ncu wrote no report: {why}", call=EXECUTABLE)
         details = _run(import_command(executable, report_file))
         launches = parse_details(details.stdout)
+        if keep:
+            report_file = _keep(report_file, keep)
     if not launches:
         raise CudaError(f"ncu profiled no launch of {kernel}: "
                         f"{_ncu_error(log_text) or 'the kernel filter matched nothing'}",
@@ -255,6 +257,15 @@ def run_profile(kernel: str, l2: str, program: list[str], extra: list[str],
         clock = token.split("=", 1)[1] if "=" in token else extra[extra.index(token) + 1]
     return ProfileRun(summarize(launches[0]), command, l2, clock,
                       report_file if keep else None, run_report, done.returncode)
+
+
+def _keep(report_file: str, keep: str) -> str:
+    """`-o PATH`: the report copied to PATH.ncu-rep as every output is written
+    (files.write_output: a new file that takes the name, never through a link)."""
+    from ..files import write_output
+    kept = keep if keep.endswith(".ncu-rep") else keep + ".ncu-rep"
+    write_output(kept, Path(report_file).read_bytes(), True, "-o")
+    return kept
 
 
 def _run(command: list[str]) -> subprocess.CompletedProcess:

@@ -175,14 +175,18 @@ def _input_blocks(values):
 def _write(path: Path, blocks, mode: int = 0o666) -> int:
     """Write the blocks' bytes one after the other, as a new file that then
     takes the name (never through a link); the bytes written."""
+    from ..errors import UsageError
     from ..files import OutputFile
     written = 0
-    with OutputFile(path, mode) as out:
-        for block in blocks:
-            data = (block if isinstance(block, bytes)     # any array's dtype, as bytes
-                    else np.ascontiguousarray(block).reshape(-1).view(np.uint8))
-            out.file.write(data)
-            written += len(data)
+    try:
+        with OutputFile(path, mode) as out:
+            for block in blocks:
+                data = (block if isinstance(block, bytes)     # any array's dtype, as bytes
+                        else np.ascontiguousarray(block).reshape(-1).view(np.uint8))
+                out.file.write(data)
+                written += len(data)
+    except OSError as exc:                  # a full disk: the flag and the file, one line
+        raise UsageError(f"cannot write -o {path}: {exc.strerror or exc}") from None
     return written
 
 

@@ -212,11 +212,21 @@ class NpyWriter:
         if self.as_float32:
             block = (block.astype(np.float32) if self.dtype is None
                      else to_float64(block, self.dtype).astype(np.float32))
-        self._file.write(memoryview(np.ascontiguousarray(block)).cast("B"))
+        try:
+            self._file.write(memoryview(np.ascontiguousarray(block)).cast("B"))
+        except OSError as exc:
+            raise self._cannot_write(exc) from None
 
     def close(self) -> None:
         """The file complete: it takes its name."""
-        self._out.commit()
+        try:
+            self._out.commit()
+        except OSError as exc:
+            raise self._cannot_write(exc) from None
+
+    def _cannot_write(self, error: OSError) -> UsageError:
+        """A full disk: one line naming the field and the file (exit 2)."""
+        return UsageError(f"cannot write save: {self.path}: {error.strerror or error}")
 
     def abort(self) -> None:
         """Nothing written: the file named before, if any, is left as it was."""

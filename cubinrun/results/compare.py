@@ -37,7 +37,6 @@ for it.
 """
 from __future__ import annotations
 
-import json
 import math
 from array import array
 from dataclasses import dataclass
@@ -48,7 +47,7 @@ from ..errors import EXIT_BUILD, EXIT_CHECK_FAILED, EXIT_CUDA, EXIT_USAGE, Usage
 from ..text import parse_fraction
 from .process_noise import (RECOMMENDED_PROCESSES, between_processes,
                             one_process_allowance_us, process_medians, shift_floor_us, widened)
-from .reader import refuse_twice, reread, run_key
+from .reader import refuse_twice, reread, run_key, spec_of_key
 
 DEFAULT_THRESHOLD = 0.03
 ALPHA = 0.05                 # significance level of the U test
@@ -143,15 +142,18 @@ class Baseline:
         """The runs by their spec's file name, where that names one run."""
         if self._by_name is None:
             counts: dict[str, list] = {}
+            names: dict[str, str] = {}          # a spec's part of a key -> its name's
             for key, index in self.exact.items():
-                spec, kernel, point = json.loads(key)
-                entry = counts.setdefault(json.dumps([_name(spec), kernel, point]), [0, index])
+                spec, rest = key.split("\0", 1)
+                if spec not in names:
+                    names[spec] = repr(_name(spec_of_key(key)[0]))
+                entry = counts.setdefault(f"{names[spec]}\0{rest}", [0, index])
                 entry[0] += 2 if key in self._devices else 1
             self._by_name = {k: index for k, (n, index) in counts.items() if n == 1}
         return self._by_name
 
     def match(self, result: dict) -> dict | None:
-        found = self.exact.get(run_key(result))
+        found = self.exact.get(getattr(result, "key", None) or run_key(result))
         if found is None:
             found = self._names().get(run_key(result, _name(result.get("spec"))))
         if found is None:
@@ -211,7 +213,11 @@ def _timed(result: dict) -> bool:
 def strict_failures(comparisons: list[Comparison]) -> list[Comparison]:
     """What `compare --strict` counts as failures besides SLOWER: a run MISSING
     from the new side, or one that failed there."""
-    return [c for c in comparisons if c.verdict == "MISSING" or c.new_failed]
+    return [c for c in comparisons if strict_failure(c)]
+
+
+def strict_failure(c: Comparison) -> bool:
+    return c.verdict == "MISSING" or c.new_failed
 
 
 def compare_results(baseline: Iterable[dict], new: Iterable[dict],

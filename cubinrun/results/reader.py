@@ -42,7 +42,7 @@ _MAX_INT_DIGITS = len(str(2 ** MAX_INT_BITS))
 _KEPT = {"spec", "kernel", "kernel_mangled", "point", "exit_code", "status", "error", "device",
          "timing", "throughput", "check", "pow2", "compare", "energy", "timer", "wall_s",
          "constraint"}
-_DEVICE_KEPT = ("name", "ordinal", "uuid", "host")
+_DEVICE_KEPT = {"name", "ordinal", "uuid", "host"}
 _TEXT_KEYS = {"spec", "kernel", "kernel_mangled", "status"}
 _OBJECT_KEYS = {"device", "timing", "throughput", "check", "compare", "error", "energy"}
 _TIME_KEYS = {"median_us", "min_us", "max_us", "mean_us", "std_us", "p10_us", "p90_us",
@@ -56,12 +56,13 @@ class Located(dict):
     one read from JSON lines also keeps its line (`raw`, `number`), so that an
     index can hold the bytes and read it again when it is needed."""
 
-    __slots__ = ("where", "place", "raw", "number")     # no dict per result: a million stream
+    # no dict per result: a million stream
+    __slots__ = ("where", "place", "raw", "number", "key")
 
     def __init__(self, *args):
         super().__init__(*args)
         self.where = self.place = ""
-        self.raw, self.number = None, 0
+        self.raw, self.number, self.key = None, 0, None      # key: its run_key, once made
 
 
 def read_results(path: str | Path) -> list[Located]:
@@ -110,18 +111,55 @@ class DuplicateRuns:
     """A file holds each run (spec, kernel, point, device) once: a run twice
     (two commands appending to one file) would be matched twice. `add` each
     result of the file in turn: UsageError naming the run and both places.
-    Holds one key per run (the one bound it needs: see docs/bad-input.md)."""
+
+    Holds one small entry per run (the one bound it needs: see
+    docs/bad-input.md): for a JSON line, the hash of its key and its line
+    number; two that share a hash are told apart by reading the first line
+    again (the error's path, or a hash collision: about one in 10^13 pairs)."""
 
     def __init__(self, path: str | Path):
         self.path = path
-        self.seen: dict[str, str] = {}          # run key -> its place, e.g. "line 12"
+        self.lines: dict[int, int] = {}         # hash of a line's key -> its line number
+        #                                         (-1: that hash's keys are in `keys`)
+        self.keys: dict[str, str] = {}          # whole keys: documents' results, collisions
+
+    def each(self, results: Iterator[Located]) -> Iterator[Located]:
+        """`results`, each added as it passes."""
+        for result in results:
+            self.add(result)
+            yield result
 
     def add(self, result: Located) -> None:
-        key = run_key(result) + "\0" + json.dumps((result.get("device") or {}).get("name"))
-        first = self.seen.get(key)
-        if first is not None:
+        result.key = run = run_key(result)      # kept: compare matches by it next
+        key = _device_key(result, run)
+        if self.keys and (first := self.keys.get(key)) is not None:
             refuse_twice(self.path, result, first)
-        self.seen[key] = result.place
+        number = getattr(result, "number", 0)
+        if not number:
+            self.keys[key] = result.place
+            return
+        line = self.lines.setdefault(hash(key), number)
+        if line == number:
+            return
+        if line > 0:                            # the hash's first second key: its first
+            first_key = self._key_of_line(line)     # line's key is read once, then held
+            if first_key == key:
+                refuse_twice(self.path, result, f"line {line}")
+            self.keys[first_key] = f"line {line}"
+            self.lines[hash(key)] = -1          # this hash's keys are all held whole now
+        self.keys[key] = result.place
+
+    def _key_of_line(self, number: int) -> str | None:
+        """The key of the run at line `number` of the file, read again."""
+        with open(self.path, "rb") as stream:
+            for at, line in _lines(Path(self.path), stream):
+                if at == number:
+                    return _device_key(reread(self.path, number, line))
+        return None
+
+
+def _device_key(result: dict, run: str | None = None) -> str:
+    return f"{run or run_key(result)}\0{(result.get('device') or {}).get('name')!r}"
 
 
 def refuse_duplicates(results: list[Located], path: str | Path) -> None:
@@ -145,9 +183,22 @@ def refuse_twice(path, result: dict, first_place: str) -> None:
 
 def run_key(result: dict, spec: str | None | bool = False) -> str:
     """Spec, kernel and point as one string (`spec` in place of the result's own
-    when given): how runs are matched."""
-    return json.dumps([result.get("spec") if spec is False else spec, kernel_key(result),
-                       point_key(result.get("point") or {})])
+    when given): how runs are matched. Three parts split by NUL (which a repr
+    never holds), each a repr: the point's (var, value) pairs in order, 64.0
+    as 64 (as point_key spells it). A repr is a third of json.dumps's cost,
+    which a million-run compare would pay twice a run."""
+    point = result.get("point") or {}
+    pairs = tuple(sorted((k, int(v) if type(v) is float and v.is_integer() else v)
+                         for k, v in point.items())) if point else ()
+    return (f"{result.get('spec') if spec is False else spec!r}\0{kernel_key(result)!r}\0"
+            f"{pairs!r}")
+
+
+def spec_of_key(key: str) -> tuple[str | None, str]:
+    """(the spec a run_key names, the rest of the key after it)."""
+    import ast
+    spec, rest = key.split("\0", 1)
+    return ast.literal_eval(spec), rest
 
 
 def kernel_key(result: dict) -> str | None:
@@ -268,10 +319,17 @@ class _Decoder:
         self.where = ""
         self.decoder = json.JSONDecoder(parse_constant=self._constant,
                                         parse_float=self._float, parse_int=self._int)
+        self.scan = self.decoder.scan_once
 
     def __call__(self, text: str, where: str):
         self.where = where
         try:
+            try:            # the scanner itself where the text has no space around it
+                value, end = self.scan(text, 0)     # (decode() costs two regex matches more)
+                if end == len(text):
+                    return value
+            except StopIteration:
+                pass
             return self.decoder.decode(text)
         except json.JSONDecodeError:
             raise
@@ -309,87 +367,147 @@ def _checked(result, where: str, place: str) -> Located:
 
 
 def _slim(result: dict, where: str, place: str) -> Located:
-    """What is kept of a checked result."""
+    """What is kept of a checked result (each step only where the result
+    needs it: a million-run compare slims two million)."""
     kept = Located(result)          # a copy, then less: most results hold only kept keys
-    for key in kept.keys() - _KEPT:
-        del kept[key]
+    if not kept.keys() <= _KEPT:
+        for key in kept.keys() - _KEPT:
+            del kept[key]
     kept.where, kept.place = where, place
-    kept.setdefault("spec", None)
-    if not isinstance(kept.get("point"), dict):
+    if "spec" not in kept:
+        kept["spec"] = None
+    if type(kept.get("point")) is not dict:
         kept["point"] = {}
-    kept.setdefault("exit_code", 0)
-    kept.setdefault("kernel", None)
-    if "device" in kept and isinstance(kept["device"], dict):
-        kept["device"] = {k: v for k, v in kept["device"].items() if k in _DEVICE_KEPT}
-    if "check" in kept and isinstance(kept["check"], dict):     # what passed, not the details
-        outputs = kept["check"].get("outputs")
-        kept["check"] = {"passed": kept["check"].get("passed")}
+    if "exit_code" not in kept:
+        kept["exit_code"] = 0
+    if "kernel" not in kept:
+        kept["kernel"] = None
+    device = kept.get("device")
+    if isinstance(device, dict) and not device.keys() <= _DEVICE_KEPT:
+        kept["device"] = {k: v for k, v in device.items() if k in _DEVICE_KEPT}
+    check = kept.get("check")
+    if isinstance(check, dict):     # what passed, not the details
+        outputs = check.get("outputs")
+        kept["check"] = {"passed": check.get("passed")}
         if isinstance(outputs, dict):
             kept["check"]["outputs"] = {name: {"passed": out.get("passed")}
                                         for name, out in outputs.items() if isinstance(out, dict)}
-    samples = kept["timing"].get("samples_us") if kept.get("timing") else None
-    if samples is not None:
-        kept["timing"] = {**kept["timing"], "samples_us": array("d", samples)}
+    timing = kept.get("timing")
+    if timing and timing.get("samples_us") is not None:
+        kept["timing"] = {**timing, "samples_us": array("d", timing["samples_us"])}
     return kept
 
 
 def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return (type(value) is float or type(value) is int     # JSON's own types: never a bool
+            or isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
 def _text(value) -> bool:
-    return isinstance(value, str) and len(value) <= MAX_RESULT_TEXT_CHARS
+    return type(value) is str and len(value) <= MAX_RESULT_TEXT_CHARS
 
 
 def _problem(result: dict) -> str | None:
-    """What is wrong with the types of a result's fields, or None."""
-    for key in _TEXT_KEYS & result.keys():
-        if result[key] is not None and not _text(result[key]):
+    """What is wrong with the types of a result's fields, or None: each field
+    present checked by its own rule (a field that is null is absent)."""
+    for key, value in result.items():
+        if value is not None and (check := _FIELD_CHECKS.get(key)) is not None \
+                and (problem := check(value)):
+            return problem
+    return None
+
+
+def _text_field(key: str):
+    def check(value) -> str | None:
+        if not _text(value):
             return f"`{key}` should be a string of at most {MAX_RESULT_TEXT_CHARS} characters"
-    for key in _OBJECT_KEYS & result.keys():
-        if result[key] is not None and not isinstance(result[key], dict):
+        return None
+    return check
+
+
+def _object_field(key: str, inner=None):
+    def check(value) -> str | None:
+        if not isinstance(value, dict):
             return f"`{key}` should be an object"
-    if result.get("exit_code") is not None and not (
-            isinstance(result["exit_code"], int) and not isinstance(result["exit_code"], bool)
-            and 0 <= result["exit_code"] <= 255):
+        return inner(value) if inner is not None else None
+    return check
+
+
+def _exit_code(value) -> str | None:
+    if not (type(value) is int and 0 <= value <= 255):
         return "`exit_code` should be an exit code"
-    point = result.get("point")
-    if point is not None and not isinstance(point, dict):
+    return None
+
+
+def _point(point) -> str | None:
+    if not isinstance(point, dict):
         return "`point` should map vars to numbers or strings"
-    for name, value in (point or {}).items():
+    for name, value in point.items():
         if not (_number(value) or _text(value)):
             return f"`point.{shorten(name)}` should be a number or a string"
-    name = (result.get("device") or {}).get("name")
+    return None
+
+
+def _device(device: dict) -> str | None:
+    name = device.get("name")
     if name is not None and not _text(name):
         return "`device.name` should be a string"
-    timing = result.get("timing") or {}
-    for key in _TIME_KEYS & timing.keys():
-        if timing[key] is not None and not (_number(timing[key]) and timing[key] >= 0):
-            return f"`timing.{key}` should be a number >= 0"
-    if timing.get("samples") is not None and not (
-            isinstance(timing["samples"], int) and not isinstance(timing["samples"], bool)
-            and timing["samples"] >= 0):
-        return "`timing.samples` should be a count"
-    if timing.get("processes") is not None and not (
-            isinstance(timing["processes"], int) and not isinstance(timing["processes"], bool)
-            and 1 <= timing["processes"] <= MAX_PROCESSES):
-        return f"`timing.processes` should be a count from 1 to {MAX_PROCESSES}"
-    medians = timing.get("process_medians_us")
-    if medians is not None and not (isinstance(medians, list) and len(medians) <= MAX_PROCESSES
-                                    and all(_number(v) and v >= 0 for v in medians)):
-        return f"`timing.process_medians_us` should be a list of at most {MAX_PROCESSES} times >= 0"
-    samples = timing.get("samples_us")
-    if samples is not None and not (isinstance(samples, list) and len(samples) <= MAX_RESULT_SAMPLES
-                                    and all(_number(v) and v >= 0 for v in samples)):
-        return f"`timing.samples_us` should be a list of at most {MAX_RESULT_SAMPLES} times >= 0"
-    energy = result.get("energy") or {}
+    return None
+
+
+def _count(value) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _times(values, most: int) -> bool:
+    return (isinstance(values, list) and len(values) <= most
+            and all(_number(v) and v >= 0 for v in values))
+
+
+def _timing(timing: dict) -> str | None:
+    for key, value in timing.items():
+        if value is None:
+            continue
+        if key in _TIME_KEYS:
+            if not (_number(value) and value >= 0):
+                return f"`timing.{key}` should be a number >= 0"
+        elif key == "samples" and not _count(value):
+            return "`timing.samples` should be a count"
+        elif key == "processes" and not (_count(value) and 1 <= value <= MAX_PROCESSES):
+            return f"`timing.processes` should be a count from 1 to {MAX_PROCESSES}"
+        elif key == "process_medians_us" and not _times(value, MAX_PROCESSES):
+            return (f"`timing.process_medians_us` should be a list of at most {MAX_PROCESSES} "
+                    "times >= 0")
+        elif key == "samples_us" and not _times(value, MAX_RESULT_SAMPLES):
+            return (f"`timing.samples_us` should be a list of at most {MAX_RESULT_SAMPLES} "
+                    "times >= 0")
+    return None
+
+
+def _energy(energy: dict) -> str | None:
     for key in _ENERGY_KEYS & energy.keys():
         if energy[key] is not None and not (_number(energy[key]) and energy[key] >= 0):
             return f"`energy.{key}` should be a number >= 0"
-    throughput = result.get("throughput") or {}
+    return None
+
+
+def _throughput(throughput: dict) -> str | None:
     if not all(v is None or _number(v) for v in throughput.values()):
         return "`throughput` should hold numbers"
-    if result.get("pow2") is not None and not (
-            isinstance(result["pow2"], list) and all(_text(v) for v in result["pow2"])):
+    return None
+
+
+def _pow2(value) -> str | None:
+    if not (isinstance(value, list) and all(_text(v) for v in value)):
         return "`pow2` should be a list of var names"
     return None
+
+
+_FIELD_CHECKS = {
+    **{key: _text_field(key) for key in _TEXT_KEYS},
+    **{key: _object_field(key) for key in _OBJECT_KEYS},
+    "device": _object_field("device", _device), "timing": _object_field("timing", _timing),
+    "energy": _object_field("energy", _energy),
+    "throughput": _object_field("throughput", _throughput),
+    "exit_code": _exit_code, "point": _point, "pow2": _pow2,
+}

@@ -76,14 +76,12 @@ class JsonLines:
     taken back (afresh only: with --append another writer may follow it)."""
 
     def __init__(self, path: str, append: bool = False):
-        from ..files import lock_for_writing
+        from ..files import lock_for_writing, open_in_place
         self.path, self.append, self.fd = path, append, None
         if path == "-":
             return
-        flags = (os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else 0)
-                 | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0))
-        try:
-            fd = os.open(path, flags, 0o666)        # not truncated: it may be another's
+        try:        # not truncated: it may be another's; a link is replaced, not followed
+            fd = open_in_place(path, os.O_WRONLY | (os.O_APPEND if append else 0))
         except OSError as exc:
             raise _cannot_write("--jsonl", path, exc) from None
         if not append and (holder := lock_for_writing(fd)):
@@ -305,19 +303,18 @@ def write_text(flag: str, path: str, text: str, append: bool = False) -> None:
     """`text` as the file `path` (`flag` names it in an error). Afresh, it goes
     to a new file that then takes the name (files.OutputFile): two commands
     that write one file leave one's whole content, and a link is replaced,
-    not written through."""
-    from ..files import OutputFile
+    not written through (appended to, a link is replaced by a new file too)."""
+    from ..files import OutputFile, append_output
     if path == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
         return
+    if append:
+        append_output(path, text, flag)
+        return
     try:
-        if append:
-            with open(path, "a", encoding="utf-8", newline="") as stream:
-                stream.write(text)
-        else:
-            with OutputFile(path) as written:
-                written.file.write(text.encode("utf-8"))
+        with OutputFile(path) as written:
+            written.file.write(text.encode("utf-8"))
     except OSError as exc:
         raise _cannot_write(flag, path, exc) from None
 

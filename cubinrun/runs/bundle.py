@@ -87,7 +87,9 @@ class Mirror:
     """This machine's copy of the files runs need, under a private root."""
 
     def __init__(self, root: Path | None = None):
-        self.root = root or Path(tempfile.mkdtemp(prefix="cubinrun-files-"))
+        # absolute and without links: a run changes the working directory,
+        # and containment is judged against the folder itself
+        self.root = Path(os.path.realpath(root or tempfile.mkdtemp(prefix="cubinrun-files-")))
         self._have: dict[str, str] = {}         # path here -> digest of what is there
 
     def local(self, path: str) -> Path:
@@ -117,11 +119,27 @@ class Mirror:
         return [path for path, d in manifest.items() if self._have.get(path) != d]
 
     def write(self, path: str, data: bytes) -> None:
+        """`data` as the file at `path` in the mirror. The class keeps it inside
+        whatever its callers checked: a path that climbs out (`..`) is refused
+        (local), a folder on the way that is a link (a run may make one) is
+        refused rather than followed, and the file is written as every output
+        is (files.OutputFile: a new file that takes the name, never through a
+        link), so nothing lands outside the root."""
+        from ..errors import UsageError
+        from ..files import OutputFile
         target = self.local(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(target.name + f".{os.getpid()}.partial")
-        partial.write_bytes(data)
-        os.replace(partial, target)
+        self.root.mkdir(parents=True, exist_ok=True)
+        folder = self.root
+        for part in target.parent.relative_to(self.root).parts:
+            folder = folder / part
+            if os.path.islink(folder):
+                raise UsageError(f"{path}: {self.unmap(str(folder))} is a link in the worker's "
+                                 "private folder; a carried file is never written through one")
+            folder.mkdir(exist_ok=True)
+        if not Path(os.path.realpath(target.parent)).is_relative_to(self.root):
+            raise UsageError(f"{path}: it would lead out of the worker's private folder")
+        with OutputFile(target) as out:
+            out.file.write(data)
         self._have[path] = digest(data)
 
     def unmap(self, text: str) -> str:

@@ -23,9 +23,35 @@ _EXPR = {"type": ["number", "string"],
          "description": "A number or an expression (N * 4, cdiv(N, BLOCK))."}
 
 
+# How an editor's YAML parser reads a call written in flow style (yamlload.py
+# joins the pieces again): `[cdiv(N, B)]` is two items, `cdiv(N` and `B)`, and
+# `{grid: cdiv(N, B)}` a value `cdiv(N` and a key `B)` with no value. A piece
+# that closes a parenthesis it never opened is such a split call; the schema
+# takes the pieces as cubinrun takes the call (what the call means is the
+# loader's to check).
+_SPLIT_CALL = r"^[^(]*\)"
+
+
 def _dims(most: int) -> dict:
+    """1 to `most` expressions; more items only where calls were split."""
     return {"anyOf": [_EXPR, {"type": "array", "items": _EXPR, "minItems": 1,
-                              "maxItems": most}]}
+                              "if": {"contains": {"type": "string", "pattern": _SPLIT_CALL}},
+                              "else": {"maxItems": most}}]}
+
+
+def _split_calls_allowed(node):
+    """`node` with every mapping also taking the keys a split call leaves
+    (`B)`, with no value)."""
+    if isinstance(node, list):
+        return [_split_calls_allowed(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _split_calls_allowed(value) for key, value in node.items()}
+    if out.get("type") == "object":
+        out["patternProperties"] = {_SPLIT_CALL: {"type": "null"}}
+        if "propertyNames" in out:
+            out["propertyNames"] = {"anyOf": [out["propertyNames"], {"pattern": _SPLIT_CALL}]}
+    return out
 
 
 def _value(kind: str) -> dict:
@@ -108,7 +134,7 @@ def schema() -> dict:
                        "another's buffer: {into, at}), a descriptor, "
                        "or a list for a tuple or struct."}
     top = _closed("spec")
-    return {
+    return _split_calls_allowed({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "cubinrun spec",
         "description": "A YAML spec for `cubinrun launch`: one compiled CUDA kernel, its "
@@ -118,7 +144,7 @@ def schema() -> dict:
         "else": {"properties": {"launch": {"$ref": "#/$defs/launch",
                                            "unevaluatedProperties": False}}},
         "$defs": dict(sorted(defs.items())),
-    }
+    })
 
 
 def schema_text() -> str:

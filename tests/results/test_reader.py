@@ -301,3 +301,23 @@ def test_the_baseline_index_refuses_a_run_twice_on_one_device_only(tmp_path):
     index = Baseline(iter_results(path), source=path, ignore_device=True)
     assert index.match(timed(device="A"))["device"] == {"name": "A"}
     assert [c.verdict for c in index.missing()] == ["MISSING"]
+
+
+def test_runs_whose_keys_share_a_hash_are_told_apart(tmp_path, monkeypatch):
+    """DuplicateRuns holds a hash and a line number per run: with every hash
+    the same, distinct runs still pass (each collision read again from the
+    file) and a run twice is still refused, naming both lines."""
+    from cubinrun.results import reader
+    from cubinrun.results.reader import DuplicateRuns, iter_results
+    monkeypatch.setattr(reader, "hash", lambda key: 0, raising=False)
+    path = _jsonl(tmp_path / "r.jsonl", (timed(point={"N": i}) for i in range(50)))
+    seen = DuplicateRuns(path)
+    for result in iter_results(path):
+        seen.add(result)
+    assert seen.lines == {0: -1} and len(seen.keys) == 50       # line 1 read again once
+    twice = _jsonl(tmp_path / "twice.jsonl",
+                   [*(timed(point={"N": i}) for i in range(5)), timed(point={"N": 3})])
+    seen = DuplicateRuns(twice)
+    with pytest.raises(UsageError, match=r"\[N=3\] on H200 is there twice \(line 4 and line 6\)"):
+        for result in iter_results(twice):
+            seen.add(result)

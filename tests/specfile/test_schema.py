@@ -134,3 +134,34 @@ def test_the_loader_and_the_schema_refuse_the_same_unknown_key(write_spec, secti
     with pytest.raises(SpecError, match="unknown (top-level )?key 'bogus'"):
         load_spec(path)
     assert errors(load_yaml_file(path))
+
+
+# As an editor reads it (a plain YAML parser: no rejoining of calls split at a
+# comma in flow style), what cubinrun accepts is valid (issue 46).
+SPLIT_CALLS = """\
+kernel: {cubin: k.cubin, name: k}
+vars: {NX: 64, NY: 64, BX: 16, BY: 16, TILES: cdiv(NX, BX)}
+args:
+  x: {shape: [cdiv(NX, 2), max(NY, 1)], init: zeros}
+grid: [cdiv(NX, BX), cdiv(NY, BY)]
+block: [BX, BY]
+check:
+  x: {expect: maximum(x, 0)}
+"""
+
+
+def test_calls_split_by_flow_style_are_valid_as_an_editor_reads_them(write_spec):
+    import yaml
+    as_cubinrun_reads_it = load_yaml_file(write_spec(SPLIT_CALLS))
+    assert as_cubinrun_reads_it["grid"] == ["cdiv(NX, BX)", "cdiv(NY, BY)"]
+    assert errors(as_cubinrun_reads_it) == []
+    as_an_editor_reads_it = yaml.safe_load(SPLIT_CALLS)
+    assert as_an_editor_reads_it["grid"] == ["cdiv(NX", "BX)", "cdiv(NY", "BY)"]
+    assert errors(as_an_editor_reads_it) == []
+
+
+def test_more_than_three_dims_are_still_flagged_where_no_call_was_split():
+    import yaml
+    spec = yaml.safe_load(SPLIT_CALLS.replace("grid: [cdiv(NX, BX), cdiv(NY, BY)]",
+                                              "grid: [1, 2, 3, 4]"))
+    assert any(e.startswith("$.grid") for e in errors(spec))
