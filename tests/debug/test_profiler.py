@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import stat
-import sys
 
 import pytest
 from support.cli import run as run_cli
 
 from cubinrun.debug.profiler import ncu_command, parse_details, summarize
 from cubinrun.errors import UsageError
-from support.platforms import skip_on_windows
 from support.repo import REPO
+from support.stand_in_ncu import stand_in  # noqa: F401  (the fixture)
 
 FIXTURES = REPO / "tests" / "fixtures" / "debug"
 
@@ -76,37 +73,6 @@ def test_ncu_args_replace_cubinrun_s_own_options():
     assert command[-6:] == ["--clock-control", "base", "-c=1", "--set", "full", "prog"]
     with pytest.raises(UsageError, match="use `cubinrun profile -o PATH`"):
         ncu_command("ncu", "k", "cold", "rep", "log", ["-o", "x"], [])
-
-
-STAND_IN = """#!{python}
-# A stand-in ncu: "profiles" by writing an empty report, imports by replaying a capture.
-import gzip, json, sys
-args = sys.argv[1:]
-if "--import" in args:
-    sys.stdout.write(gzip.open({capture!r}, "rt").read())
-    sys.exit(0)
-json.dump(args, open({record!r}, "w"))
-open(args[args.index("--export") + 1] + ".ncu-rep", "w").write("report")
-open(args[args.index("--log-file") + 1], "w").write("==PROF== Connected\\n")
-sys.stdout.write(json.dumps({{"kernel": "add_kernel", "check": {{"passed": True, "outputs":
-    {{"out": {{"passed": True}}}}}}}}))
-sys.exit({code})
-"""
-
-
-@pytest.fixture
-def stand_in(tmp_path, monkeypatch):
-    skip_on_windows("the stand-in tool is a script with a #! line")
-    def make(code=0):
-        record = tmp_path / "args.json"
-        script = tmp_path / "bin" / "ncu"
-        script.parent.mkdir(exist_ok=True)
-        script.write_text(STAND_IN.format(python=sys.executable, record=str(record), code=code,
-                                          capture=str(FIXTURES / "ncu_import_details.csv.log.gz")))
-        script.chmod(script.stat().st_mode | stat.S_IEXEC)
-        monkeypatch.setenv("PATH", f"{script.parent}{os.pathsep}{os.environ['PATH']}")
-        return record
-    return make
 
 
 def test_profile_prints_the_summary(stand_in, capsys):

@@ -5,7 +5,6 @@ No kernel runs, so an output keeps its input: checks that expect that pass,
 others fail with exit code 1, and everything around the GPU is exercised."""
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import re
@@ -17,7 +16,6 @@ import pytest
 from fakecuda.device import FakeDevice
 
 from cubinrun.gpu import capacity
-from cubinrun.hostdata import check, values as hostdata
 from cubinrun.gpu import driver, transfer
 from cubinrun.gpu.buffers import make_host_arrays
 from cubinrun.errors import CudaError
@@ -25,6 +23,7 @@ from cubinrun.plan.make import make_plan
 from cubinrun.specfile import load_spec, parse_overrides
 from support.cli import run as run_cli
 from support.repo import CONFIGS, REPO
+from support.fake_vector_add import vector_add  # noqa: F401  (the fixture)
 
 SUCCESS = 0
 
@@ -239,35 +238,6 @@ def test_a_launch_takes_device_values_from_its_device(device, fake_libcuda, caps
 # waited for: out = x + y, as vector_add.
 
 BIG_N = 50_000
-
-
-@pytest.fixture
-def vector_add(device, fake_libcuda, monkeypatch):
-    """The fake's kernel adds x and y into out when the launch is waited for;
-    slots and blocks small so that N spans many of them."""
-    monkeypatch.setattr(transfer, "SLOT_BYTES", 16 << 10)
-    monkeypatch.setattr(hostdata, "CHUNK", 1000)
-    monkeypatch.setattr(check, "CHUNK", 1000)
-    done = [0]
-    wrong: dict[int, float] = {}
-
-    def synchronize(stream):
-        if fake_libcuda.launch_count > done[0]:
-            done[0] = fake_libcuda.launch_count
-            params = fake_libcuda.launches()[-1].params
-            x, y, out = (int.from_bytes(p, "little") for p in params[:3])
-            n = int.from_bytes(params[3][:4], "little")
-
-            def view(address: int) -> np.ndarray:
-                return np.ctypeslib.as_array((ctypes.c_float * n).from_address(address))
-            np.add(view(x), view(y), out=view(out))
-            for i, v in wrong.items():
-                view(out)[i] = v
-            device.play(done[0], view(x), view(y), view(out))
-    monkeypatch.setattr(device, "cuStreamSynchronize", synchronize)
-    device.wrong = wrong
-    device.play = lambda run, x, y, out: None       # more of the kernel, by launch number
-    return device
 
 
 def vector_add_copy(tmp_path) -> Path:
