@@ -10,14 +10,12 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from conftest import PACKAGE_PARENT
-from test_cli import run
+from support.repo import PACKAGE_PARENT, REPO
+from support.cli import run
 
-REPO = Path(__file__).resolve().parent.parent
 REDUCE6 = REPO / "kernels" / "cxx" / "reduce6.cu"
 VECTOR_ADD = REPO / "kernels" / "vector_add.cu"
 CUBIN = REPO / "kernels" / "build" / "vector_add.sm_90.cubin"

@@ -9,7 +9,6 @@ import json
 import os
 import re
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,7 +22,7 @@ from cubinrun.plan.make import make_plan
 from cubinrun.specfile import load_spec, parse_overrides
 from support.cli import run as run_cli
 from support.repo import CONFIGS, REPO
-from support.fake_vector_add import vector_add  # noqa: F401  (the fixture)
+from support.fake_vector_add import BIG_N, vector_add, vector_add_copy  # noqa: F401 (vector_add: the fixture)
 
 SUCCESS = 0
 
@@ -237,14 +236,6 @@ def test_a_launch_takes_device_values_from_its_device(device, fake_libcuda, caps
 # allocated, and the stage times reported. The fake's "kernel" runs when it is
 # waited for: out = x + y, as vector_add.
 
-BIG_N = 50_000
-
-
-def vector_add_copy(tmp_path) -> Path:
-    path = tmp_path / "va.yaml"
-    source = (CONFIGS / "vector_add.yaml").read_text().replace("../kernels", str(REPO / "kernels"))
-    path.write_text(source)
-    return path
 
 
 def test_the_check_passes_through_many_slots_and_reports_its_stages(vector_add, capsys):

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from outputcases import VECTOR_ADD, cubinrun, history_db, landscape  # noqa: F401 (fixtures)
-from test_run_fake import vector_add  # noqa: F401  (a fixture: the fake driver's vector add)
+from support.outputcases import VECTOR_ADD, cubinrun, history_db, landscape  # noqa: F401 (fixtures)
+from support.fake_vector_add import vector_add  # noqa: F401  (the fixture)
 
 FULL = "No space left on device"
 
@@ -107,7 +107,8 @@ def test_history_report_on_a_full_disk(full, history_db):
 def test_save_on_a_full_disk(full, vector_add, tmp_path, capsys):
     """`save:` of a run on the fake driver: one line naming the field and the
     file, exit 2, and no temporary file left."""
-    from test_run_fake import BIG_N, run_cli, vector_add_copy
+    from support.cli import run as run_cli
+    from support.fake_vector_add import BIG_N, vector_add_copy
     spec = vector_add_copy(tmp_path)
     saved = full / "out.npy"
     spec.write_text(spec.read_text().replace(

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import skip_on_windows
-from outputcases import VECTOR_ADD, cubinrun, history_db, landscape  # noqa: F401 (fixtures)
-from test_cli import CUBINS
-from test_debug_profiler import stand_in  # noqa: F401  (a fixture: a stand-in ncu)
+from support.platforms import skip_on_windows
+from support.outputcases import VECTOR_ADD, cubinrun, history_db, landscape  # noqa: F401 (fixtures)
+from support.repo import CUBINS
+from support.stand_in_ncu import stand_in  # noqa: F401  (the fixture)
 
 CUBIN = CUBINS / "vector_add.sm_90.cubin"
 PRECIOUS = "the user's own file, not cubinrun's\n"
@@ -141,7 +141,7 @@ def test_a_cache_entry_replaces_a_link(planted):
 def test_profile_o_replaces_a_link(planted, stand_in, capsys):
     """ncu writes its report in a private folder; -o takes a copy as every
     output is written (ncu itself would write through the link)."""
-    from test_run_fake import run_cli
+    from support.cli import run as run_cli
     stand_in()
     link = planted("kept.ncu-rep")
     code, _, err = run_cli(capsys, "profile", "-o", link, VECTOR_ADD)

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from conftest import skip_on_windows
+from support.platforms import skip_on_windows
 from cubinrun.errors import UsageError
 from cubinrun.runs.bundle import Mirror
 

@@ -4,12 +4,16 @@ thousand elements span many of them (the data-at-scale tests)."""
 from __future__ import annotations
 
 import ctypes
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from cubinrun.gpu import transfer
 from cubinrun.hostdata import check, values as hostdata
+from support.repo import CONFIGS, REPO
+
+BIG_N = 50_000                  # elements: many slots and blocks at the sizes below
 
 
 @pytest.fixture
@@ -39,3 +43,10 @@ def vector_add(device, fake_libcuda, monkeypatch):
     device.wrong = wrong
     device.play = lambda run, x, y, out: None       # more of the kernel, by launch number
     return device
+
+
+def vector_add_copy(tmp_path) -> Path:
+    path = tmp_path / "va.yaml"
+    source = (CONFIGS / "vector_add.yaml").read_text().replace("../kernels", str(REPO / "kernels"))
+    path.write_text(source)
+    return path

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
+import sys
 
 import pytest
 
-import tunelandscape
-from conftest import PACKAGE_PARENT
-from historydata import add_args, write_commits
+from support import tunelandscape
+from support.repo import PACKAGE_PARENT, REPO
+from support.historydata import add_args, write_commits
 
-REPO = Path(__file__).resolve().parent.parent
 VECTOR_ADD = REPO / "configs" / "vector_add.yaml"
 
 
