@@ -234,8 +234,7 @@ def test_a_launch_takes_device_values_from_its_device(device, fake_libcuda, caps
 # Inputs made into pinned staging slots and copied, outputs checked and saved
 # slot by slot, constant buffers set by a memset, refusals before anything is
 # allocated, and the stage times reported. The fake's "kernel" runs when it is
-# waited for: out = x + y, as vector_add.
-
+# waited for: out = x + y (the vector_add fixture, tests/support/fake_vector_add.py).
 
 
 def test_the_check_passes_through_many_slots_and_reports_its_stages(vector_add, capsys):
