@@ -58,6 +58,8 @@ def shown_url(url: str | None) -> str:
     """The URL without its password, for reports."""
     if url is None:
         return IN_MEMORY
+    if "@" not in url:          # no user or password in it: shown as given, sqlalchemy unread
+        return url
     try:
         from sqlalchemy.engine import make_url
         return make_url(url).render_as_string(hide_password=True)
