@@ -275,7 +275,14 @@ def main() -> None:
             seeds = seeds or document["seeds"]
             for name, runs in document["excess_percent"].items():
                 raw.setdefault(name, {}).update(runs)
-        print(report(raw, seeds, index, folder))
+        text = report(raw, seeds, index, folder)
+        print(text)
+        if args.out:
+            rounded = {n: {s: [[round(v, 4) for v in row] for row in rows]
+                           for s, rows in runs.items()} for n, runs in raw.items()}
+            Path(args.out).write_text(json.dumps({"budgets": BUDGETS, "seeds": seeds,
+                                                  "excess_percent": rounded}))
+            Path(args.out).with_suffix(".txt").write_text(text + "\n")
         return
     BUDGETS = tuple(b for b in BUDGETS if b <= args.max_evals)
     names = args.landscapes.split(",")
