@@ -255,9 +255,12 @@ def _search(space, args: TuneArgs) -> int:
             # (~0.8 s); a resumed tune may measure nothing and then starts no worker
             evaluator.start()
         name = store.study_name(gpu, args.spec, space.overrides, args.axes, extra)
+        inputs_of = store.InputDigests(space, fixed=extra or None)
+        code = _finished(space, args, objective, evaluator, gpu, url, name, inputs_of, started)
+        if code is not None:
+            return code
         sampler = make_sampler(args.strategy, args.seed)
         study = store.open_study(url, name, objective.direction, sampler)
-        inputs_of = store.InputDigests(space, fixed=extra or None)
         if arch is not None:
             from ..hostdata.threads import worker_count
             from ..tune.prebuild import Prebuilder
@@ -293,6 +296,32 @@ def _search(space, args: TuneArgs) -> int:
     return _report(args, space, objective, gpu, url, name, everything, measured_now,
                    candidates, retimed_now, search, time.perf_counter() - started, seconds,
                    replay_best)
+
+
+def _finished(space, args: TuneArgs, objective, evaluator, gpu, url, name, inputs_of,
+              started: float) -> int | None:
+    """The report of a resumed tune that has nothing left to measure, read from
+    its SQLite file without Optuna (tune/finished.py); None when the study must
+    be opened: something is left to measure, or the storage is not SQLite."""
+    from types import SimpleNamespace
+    from ..tune import store
+    from ..tune.finished import read_finished, stored_candidates
+    if store.is_new(url):
+        return None
+    finished = read_finished(url, name, objective.direction, space, inputs_of, args.max_evals,
+                             store.CLAIM_S)
+    if finished is None:
+        return None
+    candidates = stored_candidates(finished, objective, args.top_k, bool(args.replay))
+    if candidates is None:
+        return None
+    read_s = time.perf_counter() - started
+    seconds = {"to_first_run": 0.0, "search": 0.0, "retime": 0.0, "close": 0.0,
+               "read_storage": read_s, "spent": {}}
+    replay_best = evaluator.best(space) if args.replay else None
+    return _report(args, space, objective, gpu, url, name, finished.evaluations, 0, candidates,
+                   False, SimpleNamespace(invalid_proposals=0), time.perf_counter() - started,
+                   seconds, replay_best)
 
 
 def _in_order(stored: dict, mine: list) -> list:

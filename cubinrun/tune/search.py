@@ -39,6 +39,7 @@ from .store import measured_with, read_stored, record
 from .local import is_local_turn, local_step
 from .strategies import CHOOSERS, LEARNS_CONSTRAINTS, LOCAL_STEPS, OWN_ORDER
 
+RANKED_STEPS = True     # bo-local's local step: the neighbour the GP ranks first (local.py)
 MAX_MISSES = 10         # proposals in a row that are invalid or known before a random pick
 # How long another process takes at most to write an asked trial's parameters.
 ASK_WRITE_S = 5.0
@@ -250,8 +251,11 @@ class Search:
         if self.strategy in OWN_ORDER:
             return self._chosen(self._first_unseen(taken))
         if self.strategy in LOCAL_STEPS and is_local_turn(len(self.known) + len(taken)):
+            prefer = None
+            if self.chooser is not None and RANKED_STEPS:
+                prefer = lambda found: self.chooser.most_promising(self.known, found)  # noqa: E731
             step = local_step(self.space, self.known, lambda k: self._free(k, taken),
-                              self.objective, self.rng)
+                              self.objective, self.rng, prefer)
             if step is not None:
                 return self._chosen(step)
         if self.chooser is not None:

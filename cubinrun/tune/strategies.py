@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..errors import UsageError
 
 STRATEGIES = ("brute", "random", "bo-local", "bo", "tpe-local", "tpe", "cmaes", "gp")
-DEFAULT = "bo-local"        # the best within 60 evaluations, replayed (docs/tune.md)
+DEFAULT = "bo-local"        # the best at 20 and 60 evaluations on real landscapes (docs/tune.md)
 OWN_ORDER = ("brute", "random")         # these pick points themselves, no sampler model
 CHOOSERS = ("bo", "bo-local")          # these too, from a model of their own (gaussian.py)
 LOCAL_STEPS = ("tpe-local", "bo-local")  # every other point a neighbour of a top one (local.py)

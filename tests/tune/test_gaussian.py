@@ -209,3 +209,33 @@ def test_a_large_space_is_scored_in_chunks_by_a_gp_of_the_best_points(smooth, mo
     then = sorted(math.log(e.value) for e in list(known.values())[:count])
     assert last == pytest.approx(then[:20])         # the best 20 of those known then
     assert key(min(points, key=tunelandscape.smooth_time)) in known
+
+
+def test_bo_locals_step_is_the_neighbour_the_model_ranks_first(smooth):
+    """bo-local's local step: of the unseen neighbours of the best, the one of the
+    highest expected improvement (a neighbour drawn at random while the model
+    cannot rank: fewer than INITIAL known)."""
+    import random
+    from cubinrun.tune.evaluate import OBJECTIVES
+    from cubinrun.tune.gaussian import BayesOpt
+    from cubinrun.tune.local import local_step, neighbours, ranked
+    from cubinrun.tune.space import key
+    time_ = OBJECTIVES["time"]
+    space = smooth_space(smooth[0])
+    # the best known last: it has not stalled, so the step is taken from it
+    known = dict(sorted(measured(space.valid[::5]).items(), key=lambda kv: -kv[1].value))
+    model = BayesOpt(space, time_, seed=0)
+
+    def free(k):
+        return k not in known
+    base = ranked(known, time_)[0].point
+    found = neighbours(space, base, free)
+    scores = model.scores(known, [model.row[key(p)] for p in found])
+    step = local_step(space, known, free, time_, random.Random(0),
+                      lambda points: model.most_promising(known, points))
+    assert step == found[int(np.argmax(scores))]
+    few = measured(space.valid[:3])
+    assert model.most_promising(few, found) is None
+    drawn = local_step(space, few, lambda k: k not in few, time_, random.Random(1),
+                       lambda points: model.most_promising(few, points))
+    assert drawn in neighbours(space, ranked(few, time_)[0].point, lambda k: k not in few)
