@@ -38,6 +38,17 @@ from ..limits import (MAX_INT_BITS, MAX_PROCESSES, MAX_RESULT_RECORDS, MAX_RESUL
 # The widest integer a result may hold, in decimal digits (a sign aside).
 _MAX_INT_DIGITS = len(str(2 ** MAX_INT_BITS))
 
+try:        # a compiled parser for JSON lines, 5x json's; absent or not loading (Wine 8
+    from orjson import loads as _compiled_loads     # fails on some Rust DLLs): json alone
+except ImportError:
+    _compiled_loads = None
+
+# 19 digits in a row: a number orjson may read otherwise than json (past 64 bits
+# it makes a float of an integer; a long mantissa's rounding): json reads it.
+# Found by mapping every digit to 0 (a third of a regex search's time).
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_DIGITS = b"0" * 19
+
 # What is kept of each result: the fields its readers use.
 _KEPT = {"spec", "kernel", "kernel_mangled", "point", "exit_code", "status", "error", "device",
          "timing", "throughput", "check", "pow2", "compare", "energy", "timer", "wall_s",
@@ -56,13 +67,9 @@ class Located(dict):
     one read from JSON lines also keeps its line (`raw`, `number`), so that an
     index can hold the bytes and read it again when it is needed."""
 
-    # no dict per result: a million stream
-    __slots__ = ("where", "place", "raw", "number", "key")
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self.where = self.place = ""
-        self.raw, self.number, self.key = None, 0, None      # key: its run_key, once made
+    # no dict per result: a million stream; made (and its slots set) by _slim
+    # alone, without an __init__ of its own (a Python call: a million times two)
+    __slots__ = ("where", "place", "raw", "number", "key")     # key: its run_key, once made
 
 
 def read_results(path: str | Path) -> list[Located]:
@@ -102,7 +109,7 @@ def reread(path: str | Path, number: int, raw: bytes) -> Located:
     """The result `iter_results` read from line `number` (its bytes `raw`, held
     since: checked then), again."""
     where = f"{path}:{number}"
-    result = _slim(_REREAD(raw.decode("utf-8"), where), where, f"line {number}")
+    result = _slim(_REREAD.line(raw, where), where, f"line {number}")
     result.raw, result.number = raw, number
     return result
 
@@ -187,11 +194,17 @@ def run_key(result: dict, spec: str | None | bool = False) -> str:
     never holds), each a repr: the point's (var, value) pairs in order, 64.0
     as 64 (as point_key spells it). A repr is a third of json.dumps's cost,
     which a million-run compare would pay twice a run."""
-    point = result.get("point") or {}
-    pairs = tuple(sorted((k, int(v) if type(v) is float and v.is_integer() else v)
-                         for k, v in point.items())) if point else ()
-    return (f"{result.get('spec') if spec is False else spec!r}\0{kernel_key(result)!r}\0"
-            f"{pairs!r}")
+    point = result.get("point")
+    if point:
+        pairs = sorted(point.items())           # names differ: values never compared
+        for at, (name, value) in enumerate(pairs):
+            if type(value) is float and value.is_integer():
+                pairs[at] = (name, int(value))
+        pairs = tuple(pairs)
+    else:
+        pairs = ()
+    return (f"{result.get('spec') if spec is False else spec!r}\0"
+            f"{result.get('kernel_mangled') or result.get('kernel')!r}\0{pairs!r}")
 
 
 def spec_of_key(key: str) -> tuple[str | None, str]:
@@ -223,7 +236,7 @@ def _results(path: Path, stream) -> Iterator[Located]:
     if not number:
         return
     try:
-        first = decode(_decoded(line, f"{path}:{number}"), f"{path}:{number}")
+        first = decode.line(line, f"{path}:{number}")
     except json.JSONDecodeError:
         stream.seek(0)
         yield from _document(path, stream.read(MAX_RESULTS_DOCUMENT_BYTES + 1), decode)
@@ -244,7 +257,7 @@ def _json_lines(path: Path, lines: Iterator[tuple[int, bytes]],
     for number, line in lines:
         where = prefix + str(number)
         try:
-            value = decode(_decoded(line, where), where)
+            value = decode.line(line, where)
         except json.JSONDecodeError as exc:
             raise UsageError(f"{where}: not JSON or JSON lines ({exc.msg})") from None
         yield _kept_line(_checked(value, where, "line " + str(number)), number, line)
@@ -337,6 +350,19 @@ class _Decoder:
             why = "nested too deeply" if isinstance(exc, RecursionError) else shorten(str(exc))
             raise UsageError(f"{where}: not cubinrun results ({why})") from None
 
+    def line(self, line: bytes, where: str):
+        """One JSON line: orjson's where it reads it as json would (it refuses
+        all json refuses but lone surrogates, and NaN, infinities and big
+        integers, which the hooks refuse); else json's, for its value or its
+        error (exactly the same message either way)."""
+        if _compiled_loads is not None and \
+                _LONG_DIGITS not in line.translate(_DIGITS_AS_ZERO):
+            try:
+                return _compiled_loads(line)
+            except ValueError:
+                pass
+        return self(_decoded(line, where), where)
+
     def _constant(self, name):
         raise UsageError(f"{self.where}: {name} is not a number JSON allows")
 
@@ -373,7 +399,7 @@ def _slim(result: dict, where: str, place: str) -> Located:
     if not kept.keys() <= _KEPT:
         for key in kept.keys() - _KEPT:
             del kept[key]
-    kept.where, kept.place = where, place
+    kept.where, kept.place, kept.raw, kept.number, kept.key = where, place, None, 0, None
     if "spec" not in kept:
         kept["spec"] = None
     if type(kept.get("point")) is not dict:
@@ -418,8 +444,8 @@ def _problem(result: dict) -> str | None:
 
 
 def _text_field(key: str):
-    def check(value) -> str | None:
-        if not _text(value):
+    def check(value) -> str | None:         # _text, inline: the commonest check
+        if not (type(value) is str and len(value) <= MAX_RESULT_TEXT_CHARS):
             return f"`{key}` should be a string of at most {MAX_RESULT_TEXT_CHARS} characters"
         return None
     return check
