@@ -105,3 +105,27 @@ def test_orjson_reads_the_usual_lines(tmp_path, monkeypatch):
     path.write_text("".join(json.dumps({**GOOD, "point": {"N": n}}) + "\n" for n in range(5)))
     assert [r["point"]["N"] for r in reader.iter_results(path)] == list(range(5))
     assert len(calls) == 5
+
+
+def test_compare_prints_the_same_with_either_parser(tmp_path, monkeypatch, capsys):
+    """The whole command, through the baseline's index and its lines read
+    again: the same table, counts and exit code with orjson and with json."""
+    from cubinrun.cli import main
+
+    def lines(slower):
+        for n in [*range(30), 2 ** 70]:
+            median = 100.0 + n % 7 + (5.0 if slower and n % 10 == 0 else 0.0)
+            yield json.dumps({**GOOD, "point": {"N": n},
+                              "timing": {"median_us": median, "std_us": 0.1, "samples": 50}})
+    base, new = tmp_path / "base.jsonl", tmp_path / "new.jsonl"
+    base.write_text("\n".join(lines(False)) + "\n")
+    new.write_text("\n".join(lines(True)) + "\n")
+
+    def compared():
+        with pytest.raises(SystemExit) as done:
+            main(["compare", str(base), str(new)])
+        return done.value.code, capsys.readouterr().out
+    fast = compared()
+    monkeypatch.setattr(reader, "_compiled_loads", None)
+    assert compared() == fast
+    assert fast[0] == 5 and "SLOWER" in fast[1] and "N=1180591620717411303424" in fast[1]
