@@ -85,10 +85,14 @@ def read_results(path: str | Path) -> list[Located]:
     return results
 
 
-def iter_results(path: str | Path) -> Iterator[Located]:
+def iter_results(path: str | Path, slim: bool = True) -> Iterator[Located]:
     """Every result of one file, checked, in order, read as it goes: JSON lines
     one at a time (a line at most MAX_RESULTS_DOCUMENT_BYTES), one JSON
-    document whole (at most that size too). UsageError for a file with none."""
+    document whole (at most that size too). UsageError for a file with none.
+
+    slim=False: a result read from JSON lines comes checked but not slimmed,
+    for an index that keeps only its line and its run_key (the same either
+    way) and reads it again, slimmed, when it is used."""
     path = Path(path)
     from ..errors import SpecError
     from ..files import open_input
@@ -98,7 +102,7 @@ def iter_results(path: str | Path) -> Iterator[Located]:
         raise UsageError(str(exc)) from None
     with os.fdopen(fd, "rb") as stream:
         empty = True
-        for result in _results(path, stream):
+        for result in _results(path, stream, slim):
             empty = False
             yield result
     if empty:
@@ -179,7 +183,7 @@ def refuse_duplicates(results: list[Located], path: str | Path) -> None:
 def refuse_twice(path, result: dict, first_place: str) -> None:
     device = (result.get("device") or {}).get("name")
     run = result.get("spec") or result.get("kernel") or "?"
-    if result["point"]:
+    if result.get("point"):       # (a result not slimmed may have none)
         run += f" [{', '.join(f'{k}={v}' for k, v in result['point'].items())}]"
     raise UsageError(
         f"{path}: the run {shorten(run, 200)}"
@@ -227,7 +231,7 @@ def point_key(point: dict) -> str:
                        for k, v in sorted(point.items())})
 
 
-def _results(path: Path, stream) -> Iterator[Located]:
+def _results(path: Path, stream, slim: bool = True) -> Iterator[Located]:
     """JSON lines one at a time, or one JSON document (over several lines, or
     on one line alone)."""
     decode = _Decoder()
@@ -245,13 +249,13 @@ def _results(path: Path, stream) -> Iterator[Located]:
     if following is None and isinstance(first, dict) and "results" in first:
         yield from _from_document(path, first)
         return
-    yield _kept_line(_checked(first, f"{path}:{number}", f"line {number}"), number, line)
+    yield _kept_line(_checked(first, f"{path}:{number}", f"line {number}", slim), number, line)
     if following is not None:
-        yield from _json_lines(path, itertools.chain([following], lines), decode)
+        yield from _json_lines(path, itertools.chain([following], lines), decode, slim)
 
 
 def _json_lines(path: Path, lines: Iterator[tuple[int, bytes]],
-                decode: "_Decoder") -> Iterator[Located]:
+                decode: "_Decoder", slim: bool = True) -> Iterator[Located]:
     """The results after the first, each parsed, checked and slimmed in turn."""
     prefix = f"{path}:"
     for number, line in lines:
@@ -260,7 +264,7 @@ def _json_lines(path: Path, lines: Iterator[tuple[int, bytes]],
             value = decode.line(line, where)
         except json.JSONDecodeError as exc:
             raise UsageError(f"{where}: not JSON or JSON lines ({exc.msg})") from None
-        yield _kept_line(_checked(value, where, "line " + str(number)), number, line)
+        yield _kept_line(_checked(value, where, "line " + str(number), slim), number, line)
 
 
 def _kept_line(result: Located, number: int, line: bytes) -> Located:
@@ -384,22 +388,28 @@ class _Decoder:
 _REREAD = _Decoder()
 
 
-def _checked(result, where: str, place: str) -> Located:
+def _checked(result, where: str, place: str, slim: bool = True) -> Located:
     if not isinstance(result, dict) or not ("kernel" in result or "spec" in result):
         raise UsageError(f"{where}: not a cubinrun result (no kernel or spec)")
     if problem := _problem(result):
         raise UsageError(f"{where}: {problem}")
-    return _slim(result, where, place)
+    return _slim(result, where, place) if slim else _located(result, where, place)
+
+
+def _located(result: dict, where: str, place: str) -> Located:
+    """A copy of `result` that knows where it was read."""
+    kept = Located(result)
+    kept.where, kept.place, kept.raw, kept.number, kept.key = where, place, None, 0, None
+    return kept
 
 
 def _slim(result: dict, where: str, place: str) -> Located:
     """What is kept of a checked result (each step only where the result
     needs it: a million-run compare slims two million)."""
-    kept = Located(result)          # a copy, then less: most results hold only kept keys
+    kept = _located(result, where, place)   # a copy, then less: most hold only kept keys
     if not kept.keys() <= _KEPT:
         for key in kept.keys() - _KEPT:
             del kept[key]
-    kept.where, kept.place, kept.raw, kept.number, kept.key = where, place, None, 0, None
     if "spec" not in kept:
         kept["spec"] = None
     if type(kept.get("point")) is not dict:
