@@ -54,9 +54,14 @@ def plain_lines(header: Sequence[str], rows: Iterable[Sequence[str]],
     rows = [[one_line(str(c)) for c in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
 
+    # each cell left-justified to its width by one str.format a line (a
+    # generator of ljusts costs twice as much: a million-line compare streams here)
+    template = "  ".join(f"{{!s:<{w}}}" for w in widths)
+
     def line(cells) -> str:
-        text = "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
-        if text.isprintable():          # one test a line: a million-line compare streams here
+        text = (template.format(*cells) if len(cells) == len(widths) else
+                "  ".join(str(c).ljust(w) for c, w in zip(cells, widths))).rstrip()
+        if text.isprintable():          # one test a line
             return text
         return "  ".join(one_line(str(c)).ljust(w) for c, w in zip(cells, widths)).rstrip()
     yield line(header)

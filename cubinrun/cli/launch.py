@@ -373,7 +373,7 @@ def _read_baseline(args: LaunchArgs):
         return None
     from ..results.compare import Baseline, parse_threshold
     from ..results.reader import iter_results
-    return Baseline(iter_results(args.baseline), parse_threshold(args.threshold),
+    return Baseline(iter_results(args.baseline, slim=False), parse_threshold(args.threshold),
                     args.ignore_device, args.baseline)
 
 

@@ -30,7 +30,7 @@ def compare(baseline, new, threshold, ignore_device, strict, as_json):
     # the output is held (in memory, then in a temporary file) until the last
     # comparison is made, then copied to stdout.
     runs = DuplicateRuns(new)
-    tally = _Tally(compare_results(iter_results(baseline), runs.each(iter_results(new)),
+    tally = _Tally(compare_results(iter_results(baseline, slim=False), runs.each(iter_results(new)),
                                    fraction, ignore_device, baseline))
     first = tally.take(FIRST_ROWS)      # an error among these (the GPU models) prints nothing
     with _HeldOutput() as held:

@@ -99,28 +99,40 @@ class Baseline:
     JSON lines is held as its line's bytes and parsed again when matched, so
     a million-run baseline holds about its file's size plus one key per run
     (at most MAX_INDEXED_RESULTS); a run twice (spec, kernel, point and
-    device) is refused as it is indexed. `source` names the file in errors."""
+    device) is refused as it is indexed. `source` names the file in errors.
+
+    The lines are held end to end in one buffer, each found by where it ends
+    (a bytes object a line would cost 33 bytes more and a list's slot: a
+    fifth of the file again)."""
 
     def __init__(self, results: Iterable[dict], threshold: float = DEFAULT_THRESHOLD,
                  ignore_device: bool = False, source: str | Path | None = None):
         from ..limits import MAX_INDEXED_RESULTS
         self.threshold, self.ignore_device, self.source = threshold, ignore_device, source
-        self._held: list = []                   # each result, or its JSON line's bytes
-        self._numbers = array("l")              # the line of each held as bytes
+        self._lines = bytearray()               # the JSON lines held, end to end
+        self._ends = array("Q")                 # where each result's line ends in _lines
+        self._numbers = array("l")              # each result's line; 0: held parsed, in
+        self._parsed: dict[int, dict] = {}      # _parsed (read from one JSON document)
         self.exact: dict[str, int] = {}         # run_key -> index of its first result
         self._devices: dict[str, dict] = {}     # a run_key seen twice -> {device: index}
         self._by_name: dict[str, int] | None = None     # made at the first miss
         for result in results:
-            if len(self._held) == MAX_INDEXED_RESULTS:
+            if len(self._numbers) == MAX_INDEXED_RESULTS:
                 raise UsageError(f"{getattr(result, 'where', source)}: more than "
                                  f"{MAX_INDEXED_RESULTS} baseline runs, the most indexed: "
                                  "split the files")
-            index = len(self._held)
+            index = len(self._numbers)
             raw = getattr(result, "raw", None)
-            self._held.append(raw if raw is not None else result)
-            self._numbers.append(getattr(result, "number", 0) if raw is not None else 0)
+            number = getattr(result, "number", 0) if raw is not None else 0
+            if number:
+                self._lines += raw
+                self._numbers.append(number)
+            else:
+                self._parsed[index] = result
+                self._numbers.append(0)
+            self._ends.append(len(self._lines))
             self._index(run_key(result), index, result)
-        self._matched = bytearray(len(self._held))
+        self._matched = bytearray(len(self._numbers))
 
     def _index(self, key: str, index: int, result: dict) -> None:
         first = self.exact.setdefault(key, index)
@@ -134,9 +146,11 @@ class Baseline:
         devices[device] = index
 
     def _result(self, index: int) -> dict:
-        held = self._held[index]
-        return reread(self.source, self._numbers[index], held) if isinstance(held, bytes) \
-            else held
+        number = self._numbers[index]
+        if not number:
+            return self._parsed[index]
+        start = self._ends[index - 1] if index else 0
+        return reread(self.source, number, bytes(self._lines[start:self._ends[index]]))
 
     def _names(self) -> dict[str, int]:
         """The runs by their spec's file name, where that names one run."""

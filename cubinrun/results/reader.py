@@ -38,6 +38,17 @@ from ..limits import (MAX_INT_BITS, MAX_PROCESSES, MAX_RESULT_RECORDS, MAX_RESUL
 # The widest integer a result may hold, in decimal digits (a sign aside).
 _MAX_INT_DIGITS = len(str(2 ** MAX_INT_BITS))
 
+try:        # a compiled parser for JSON lines, 5x json's; absent or not loading (Wine 8
+    from orjson import loads as _compiled_loads     # fails on some Rust DLLs): json alone
+except ImportError:
+    _compiled_loads = None
+
+# 19 digits in a row: a number orjson may read otherwise than json (past 64 bits
+# it makes a float of an integer; a long mantissa's rounding): json reads it.
+# Found by mapping every digit to 0 (a third of a regex search's time).
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_DIGITS = b"0" * 19
+
 # What is kept of each result: the fields its readers use.
 _KEPT = {"spec", "kernel", "kernel_mangled", "point", "exit_code", "status", "error", "device",
          "timing", "throughput", "check", "pow2", "compare", "energy", "timer", "wall_s",
@@ -56,13 +67,9 @@ class Located(dict):
     one read from JSON lines also keeps its line (`raw`, `number`), so that an
     index can hold the bytes and read it again when it is needed."""
 
-    # no dict per result: a million stream
-    __slots__ = ("where", "place", "raw", "number", "key")
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self.where = self.place = ""
-        self.raw, self.number, self.key = None, 0, None      # key: its run_key, once made
+    # no dict per result: a million stream; made (and its slots set) by _slim
+    # alone, without an __init__ of its own (a Python call: a million times two)
+    __slots__ = ("where", "place", "raw", "number", "key")     # key: its run_key, once made
 
 
 def read_results(path: str | Path) -> list[Located]:
@@ -78,10 +85,14 @@ def read_results(path: str | Path) -> list[Located]:
     return results
 
 
-def iter_results(path: str | Path) -> Iterator[Located]:
+def iter_results(path: str | Path, slim: bool = True) -> Iterator[Located]:
     """Every result of one file, checked, in order, read as it goes: JSON lines
     one at a time (a line at most MAX_RESULTS_DOCUMENT_BYTES), one JSON
-    document whole (at most that size too). UsageError for a file with none."""
+    document whole (at most that size too). UsageError for a file with none.
+
+    slim=False: a result read from JSON lines comes checked but not slimmed,
+    for an index that keeps only its line and its run_key (the same either
+    way) and reads it again, slimmed, when it is used."""
     path = Path(path)
     from ..errors import SpecError
     from ..files import open_input
@@ -91,7 +102,7 @@ def iter_results(path: str | Path) -> Iterator[Located]:
         raise UsageError(str(exc)) from None
     with os.fdopen(fd, "rb") as stream:
         empty = True
-        for result in _results(path, stream):
+        for result in _results(path, stream, slim):
             empty = False
             yield result
     if empty:
@@ -102,7 +113,7 @@ def reread(path: str | Path, number: int, raw: bytes) -> Located:
     """The result `iter_results` read from line `number` (its bytes `raw`, held
     since: checked then), again."""
     where = f"{path}:{number}"
-    result = _slim(_REREAD(raw.decode("utf-8"), where), where, f"line {number}")
+    result = _slim(_REREAD.line(raw, where), where, f"line {number}")
     result.raw, result.number = raw, number
     return result
 
@@ -172,7 +183,7 @@ def refuse_duplicates(results: list[Located], path: str | Path) -> None:
 def refuse_twice(path, result: dict, first_place: str) -> None:
     device = (result.get("device") or {}).get("name")
     run = result.get("spec") or result.get("kernel") or "?"
-    if result["point"]:
+    if result.get("point"):       # (a result not slimmed may have none)
         run += f" [{', '.join(f'{k}={v}' for k, v in result['point'].items())}]"
     raise UsageError(
         f"{path}: the run {shorten(run, 200)}"
@@ -187,11 +198,17 @@ def run_key(result: dict, spec: str | None | bool = False) -> str:
     never holds), each a repr: the point's (var, value) pairs in order, 64.0
     as 64 (as point_key spells it). A repr is a third of json.dumps's cost,
     which a million-run compare would pay twice a run."""
-    point = result.get("point") or {}
-    pairs = tuple(sorted((k, int(v) if type(v) is float and v.is_integer() else v)
-                         for k, v in point.items())) if point else ()
-    return (f"{result.get('spec') if spec is False else spec!r}\0{kernel_key(result)!r}\0"
-            f"{pairs!r}")
+    point = result.get("point")
+    if point:
+        pairs = sorted(point.items())           # names differ: values never compared
+        for at, (name, value) in enumerate(pairs):
+            if type(value) is float and value.is_integer():
+                pairs[at] = (name, int(value))
+        pairs = tuple(pairs)
+    else:
+        pairs = ()
+    return (f"{result.get('spec') if spec is False else spec!r}\0"
+            f"{result.get('kernel_mangled') or result.get('kernel')!r}\0{pairs!r}")
 
 
 def spec_of_key(key: str) -> tuple[str | None, str]:
@@ -214,7 +231,7 @@ def point_key(point: dict) -> str:
                        for k, v in sorted(point.items())})
 
 
-def _results(path: Path, stream) -> Iterator[Located]:
+def _results(path: Path, stream, slim: bool = True) -> Iterator[Located]:
     """JSON lines one at a time, or one JSON document (over several lines, or
     on one line alone)."""
     decode = _Decoder()
@@ -223,7 +240,7 @@ def _results(path: Path, stream) -> Iterator[Located]:
     if not number:
         return
     try:
-        first = decode(_decoded(line, f"{path}:{number}"), f"{path}:{number}")
+        first = decode.line(line, f"{path}:{number}")
     except json.JSONDecodeError:
         stream.seek(0)
         yield from _document(path, stream.read(MAX_RESULTS_DOCUMENT_BYTES + 1), decode)
@@ -232,22 +249,22 @@ def _results(path: Path, stream) -> Iterator[Located]:
     if following is None and isinstance(first, dict) and "results" in first:
         yield from _from_document(path, first)
         return
-    yield _kept_line(_checked(first, f"{path}:{number}", f"line {number}"), number, line)
+    yield _kept_line(_checked(first, f"{path}:{number}", f"line {number}", slim), number, line)
     if following is not None:
-        yield from _json_lines(path, itertools.chain([following], lines), decode)
+        yield from _json_lines(path, itertools.chain([following], lines), decode, slim)
 
 
 def _json_lines(path: Path, lines: Iterator[tuple[int, bytes]],
-                decode: "_Decoder") -> Iterator[Located]:
+                decode: "_Decoder", slim: bool = True) -> Iterator[Located]:
     """The results after the first, each parsed, checked and slimmed in turn."""
     prefix = f"{path}:"
     for number, line in lines:
         where = prefix + str(number)
         try:
-            value = decode(_decoded(line, where), where)
+            value = decode.line(line, where)
         except json.JSONDecodeError as exc:
             raise UsageError(f"{where}: not JSON or JSON lines ({exc.msg})") from None
-        yield _kept_line(_checked(value, where, "line " + str(number)), number, line)
+        yield _kept_line(_checked(value, where, "line " + str(number), slim), number, line)
 
 
 def _kept_line(result: Located, number: int, line: bytes) -> Located:
@@ -279,7 +296,7 @@ def _lines(path: Path, stream) -> Iterator[tuple[int, bytes]]:
             raise UsageError(f"{path}:{number}: a line longer than "
                              f"{MAX_RESULTS_DOCUMENT_BYTES >> 20} MiB, the most read whole")
         line = line.rstrip(b"\r\n")
-        if line.strip():
+        if line and not line.isspace():     # (strip() would copy each line)
             yield number, line
 
 
@@ -337,6 +354,19 @@ class _Decoder:
             why = "nested too deeply" if isinstance(exc, RecursionError) else shorten(str(exc))
             raise UsageError(f"{where}: not cubinrun results ({why})") from None
 
+    def line(self, line: bytes, where: str):
+        """One JSON line: orjson's where it reads it as json would (it refuses
+        all json refuses but lone surrogates, and NaN, infinities and big
+        integers, which the hooks refuse); else json's, for its value or its
+        error (exactly the same message either way)."""
+        if _compiled_loads is not None and \
+                _LONG_DIGITS not in line.translate(_DIGITS_AS_ZERO):
+            try:
+                return _compiled_loads(line)
+            except ValueError:
+                pass
+        return self(_decoded(line, where), where)
+
     def _constant(self, name):
         raise UsageError(f"{self.where}: {name} is not a number JSON allows")
 
@@ -358,22 +388,28 @@ class _Decoder:
 _REREAD = _Decoder()
 
 
-def _checked(result, where: str, place: str) -> Located:
+def _checked(result, where: str, place: str, slim: bool = True) -> Located:
     if not isinstance(result, dict) or not ("kernel" in result or "spec" in result):
         raise UsageError(f"{where}: not a cubinrun result (no kernel or spec)")
     if problem := _problem(result):
         raise UsageError(f"{where}: {problem}")
-    return _slim(result, where, place)
+    return _slim(result, where, place) if slim else _located(result, where, place)
+
+
+def _located(result: dict, where: str, place: str) -> Located:
+    """A copy of `result` that knows where it was read."""
+    kept = Located(result)
+    kept.where, kept.place, kept.raw, kept.number, kept.key = where, place, None, 0, None
+    return kept
 
 
 def _slim(result: dict, where: str, place: str) -> Located:
     """What is kept of a checked result (each step only where the result
     needs it: a million-run compare slims two million)."""
-    kept = Located(result)          # a copy, then less: most results hold only kept keys
+    kept = _located(result, where, place)   # a copy, then less: most hold only kept keys
     if not kept.keys() <= _KEPT:
         for key in kept.keys() - _KEPT:
             del kept[key]
-    kept.where, kept.place = where, place
     if "spec" not in kept:
         kept["spec"] = None
     if type(kept.get("point")) is not dict:
@@ -418,18 +454,18 @@ def _problem(result: dict) -> str | None:
 
 
 def _text_field(key: str):
-    def check(value) -> str | None:
-        if not _text(value):
+    def check(value) -> str | None:         # _text, inline: the commonest check
+        if not (type(value) is str and len(value) <= MAX_RESULT_TEXT_CHARS):
             return f"`{key}` should be a string of at most {MAX_RESULT_TEXT_CHARS} characters"
         return None
     return check
 
 
-def _object_field(key: str, inner=None):
+def _object_field(key: str):
     def check(value) -> str | None:
         if not isinstance(value, dict):
             return f"`{key}` should be an object"
-        return inner(value) if inner is not None else None
+        return None
     return check
 
 
@@ -443,12 +479,17 @@ def _point(point) -> str | None:
     if not isinstance(point, dict):
         return "`point` should map vars to numbers or strings"
     for name, value in point.items():
+        kind = type(value)          # JSON's own types first, without a call
+        if kind is int or kind is float or kind is str and len(value) <= MAX_RESULT_TEXT_CHARS:
+            continue
         if not (_number(value) or _text(value)):
             return f"`point.{shorten(name)}` should be a number or a string"
     return None
 
 
 def _device(device: dict) -> str | None:
+    if not isinstance(device, dict):
+        return "`device` should be an object"     # checked here: one call less
     name = device.get("name")
     if name is not None and not _text(name):
         return "`device.name` should be a string"
@@ -465,11 +506,14 @@ def _times(values, most: int) -> bool:
 
 
 def _timing(timing: dict) -> str | None:
+    if not isinstance(timing, dict):
+        return "`timing` should be an object"     # checked here: one call less
     for key, value in timing.items():
         if value is None:
             continue
         if key in _TIME_KEYS:
-            if not (_number(value) and value >= 0):
+            if not ((type(value) is float or type(value) is int or _number(value))
+                    and value >= 0):
                 return f"`timing.{key}` should be a number >= 0"
         elif key == "samples" and not _count(value):
             return "`timing.samples` should be a count"
@@ -485,6 +529,8 @@ def _timing(timing: dict) -> str | None:
 
 
 def _energy(energy: dict) -> str | None:
+    if not isinstance(energy, dict):
+        return "`energy` should be an object"     # checked here: one call less
     for key in _ENERGY_KEYS & energy.keys():
         if energy[key] is not None and not (_number(energy[key]) and energy[key] >= 0):
             return f"`energy.{key}` should be a number >= 0"
@@ -492,6 +538,8 @@ def _energy(energy: dict) -> str | None:
 
 
 def _throughput(throughput: dict) -> str | None:
+    if not isinstance(throughput, dict):
+        return "`throughput` should be an object"     # checked here: one call less
     if not all(v is None or _number(v) for v in throughput.values()):
         return "`throughput` should hold numbers"
     return None
@@ -506,8 +554,6 @@ def _pow2(value) -> str | None:
 _FIELD_CHECKS = {
     **{key: _text_field(key) for key in _TEXT_KEYS},
     **{key: _object_field(key) for key in _OBJECT_KEYS},
-    "device": _object_field("device", _device), "timing": _object_field("timing", _timing),
-    "energy": _object_field("energy", _energy),
-    "throughput": _object_field("throughput", _throughput),
+    "device": _device, "timing": _timing, "energy": _energy, "throughput": _throughput,
     "exit_code": _exit_code, "point": _point, "pow2": _pow2,
 }
