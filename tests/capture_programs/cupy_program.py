@@ -1,4 +1,4 @@
-"""A CuPy program for `cubinrun capture`'s GPU tests and bench/capture_programs.py:
+"""A CuPy program for `cubinrun capture`'s GPU tests and bench/capture/capture_programs.py:
 a RawKernel (compiled by NVRTC and loaded with cuModuleLoadData), an
 ElementwiseKernel, a reduction and a CuPy GEMM. It prints a digest of each
 result."""

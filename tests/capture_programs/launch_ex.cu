@@ -1,5 +1,5 @@
 // A CUDA C++ program for `cubinrun capture`'s GPU tests and
-// bench/capture_programs.py: kernels launched with cudaLaunchKernelEx, one
+// bench/capture/capture_programs.py: kernels launched with cudaLaunchKernelEx, one
 // with cluster dimensions (sm_90 and later) and one cooperative, and a stream
 // captured into a graph that is launched twice. It prints a checksum of each.
 #include <cstdio>

@@ -1,4 +1,4 @@
-"""Library calls for `cubinrun capture`'s GPU tests and bench/capture_programs.py:
+"""Library calls for `cubinrun capture`'s GPU tests and bench/capture/capture_programs.py:
 eager GEMMs in fp16, bf16 and fp32 (cuBLAS/cuBLASLt, whose nvjet kernels take
 their parameters through `extra`), a cuDNN convolution and scaled-dot-product
 attention, then a graph captured and replayed by hand with new inputs. It prints

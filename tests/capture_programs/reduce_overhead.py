@@ -1,5 +1,5 @@
 """torch.compile(mode="reduce-overhead") for `cubinrun capture`'s GPU tests and
-bench/capture_programs.py: Inductor's kernels run inside CUDA graphs (cudagraph
+bench/capture/capture_programs.py: Inductor's kernels run inside CUDA graphs (cudagraph
 trees), replayed for each call. It prints a digest of each result."""
 import hashlib
 

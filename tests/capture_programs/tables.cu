@@ -1,5 +1,5 @@
 // A CUDA C++ program for `cubinrun capture`'s GPU tests and
-// bench/capture_programs.py: a kernel that reads its inputs through a pointer
+// bench/capture/capture_programs.py: a kernel that reads its inputs through a pointer
 // array in device memory (as grouped GEMMs do), and one that reads a
 // __constant__ table the program set with cudaMemcpyToSymbol and counts its
 // calls in a __device__ variable. It prints a checksum of each result.

@@ -1,5 +1,5 @@
 """Triton kernels with a tuple argument and host tensor descriptors (TMA, sm_90
-and later) for `cubinrun capture`'s GPU tests and bench/capture_programs.py,
+and later) for `cubinrun capture`'s GPU tests and bench/capture/capture_programs.py,
 launched through Triton's own launcher. It prints a digest of each result."""
 import hashlib
 

@@ -1,7 +1,7 @@
 #!/bin/bash
-# usage: bench/landscapes/convert.sh CACHES OUTDIR: the chosen Kernel Tuner caches of
+# usage: bench/tune/landscapes/convert.sh CACHES OUTDIR: the chosen Kernel Tuner caches of
 # AutoTuningAssociation/benchmark_hub (gunzipped into CACHES, named as below) converted
-# into OUTDIR (bench/landscapes), with the restrictions of the scripts that made them
+# into OUTDIR (bench/tune/landscapes), with the restrictions of the scripts that made them
 set -e
 K=$1; out=$2
 P="${PYTHON:-python3} $(dirname "$0")/../kt_landscape.py to-landscape"
