@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import importlib.util
 import json
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+if importlib.util.find_spec("cubinrun") is None:      # run from a checkout, not installed
+    sys.path.insert(0, str(REPO))
 
 FAILURES = {"CompilationFailedConfig": ("build error", 3),
             "RuntimeFailedConfig": ("CUDA error", 4),

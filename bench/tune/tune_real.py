@@ -32,6 +32,7 @@ import math
 import os
 import random
 import statistics
+import importlib.util
 import sys
 import tempfile
 import time
@@ -39,7 +40,8 @@ import warnings
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+if importlib.util.find_spec("cubinrun") is None:      # run from a checkout, not installed
+    sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench" / "tune"))
 LANDSCAPES = REPO / "bench" / "tune" / "landscapes"
 BUDGETS = (20, 60, 200)

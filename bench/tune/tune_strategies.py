@@ -21,6 +21,7 @@ band over seeds), one panel per landscape, one line per strategy.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
 import sys
 import tempfile
@@ -28,7 +29,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+if importlib.util.find_spec("cubinrun") is None:      # run from a checkout, not installed
+    sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -71,7 +72,7 @@ def test_values_keep_their_types(tmp_path):
 def test_bad_line_names_file_and_line(tmp_path):
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(GOOD) + "\n\n" + LINES[6] + "\n")
-    with pytest.raises(UsageError, match=rf"^{path}:3: the number 1e400 is beyond"):
+    with pytest.raises(UsageError, match=rf"^{re.escape(str(path))}:3: the number 1e400 is beyond"):
         list(reader.iter_results(path))
 
 
