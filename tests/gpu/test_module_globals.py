@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ from cubinrun.cli import main
 from cubinrun.errors import SpecError
 from cubinrun.specfile import load_spec
 from support.repo import REPO
+from support.specs import spec  # noqa: F401  (the fixture)
 
 KERNEL = REPO / "kernels" / "conv1d_constant.cu"
 
@@ -38,12 +38,9 @@ block: [256]
 
 
 @pytest.fixture
-def write(tmp_path):
-    def write(text: str, name: str = "spec.yaml") -> Path:
-        path = tmp_path / name
-        path.write_text(text)
-        return path
-    return write
+def write(spec):
+    """support.specs' writer, the file named spec.yaml (the messages below name it)."""
+    return lambda text: spec(text, "spec.yaml")
 
 
 @pytest.fixture
